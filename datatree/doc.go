@@ -1,0 +1,27 @@
+// Package datatree is the znode tree with Apache ZooKeeper 3.8's exact
+// semantics: stat bookkeeping, versions, sequential names, ephemeral,
+// container and TTL nodes, ACL validation order, multi as all-or-nothing,
+// watch triggers and snapshots. It is the data of the replicated state
+// machine: every replica applies the same decided transactions in the same
+// order and ends in byte-identical state.
+//
+// The caller's loop:
+//
+//  1. Build a Txn for each decided write (the proposer sets Time and the
+//     caller's IDs) and call Apply with the write's zxid, in log order.
+//     Failed writes are applied too: they consume their zxid and come back
+//     with Result.Err set.
+//  2. In the Apply hook (run under the tree's write lock), hand
+//     Result.Events to the watch registry and wake the request's waiter.
+//  3. Serve reads with Exists, GetData, GetChildren, GetACL, ... at any
+//     time; their watch callbacks run under the read lock, so a watch
+//     registered by a read fires for exactly the writes applied after it.
+//  4. Persist the state with WriteSnapshot and restore it with ReadSnapshot.
+//
+// Apply is deterministic: no clocks, no randomness, no I/O, no goroutines;
+// every iteration whose order shows in the result or the state is sorted.
+// ZooKeeper errors decided at apply time are jute.Code values, never Go
+// errors. Container and TTL reaping and quota accounting are not done here:
+// the tree keeps indexes of container and TTL nodes for a reaper that
+// proposes OpDeleteContainer transactions.
+package datatree

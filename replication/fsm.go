@@ -1,0 +1,249 @@
+package replication
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/session"
+	"github.com/zkserverd/zkserverd/txnlog"
+)
+
+// Observer is told about every applied transaction. Applied runs on the FSM
+// goroutine with the tree's write lock held: it must be fast, must not block
+// and must not call back into the tree.
+type Observer interface {
+	Applied(txn *txnlog.Txn, zxid int64, res *datatree.Result)
+	// Restored is called after the state was replaced by a snapshot.
+	Restored()
+}
+
+// Outcome is what a proposer learns about its transaction.
+type Outcome struct {
+	Zxid   int64
+	Result *datatree.Result
+	Err    error // not nil when the transaction's fate is unknown (not replicated)
+}
+
+// fsm implements raft.FSM over the tree and the session table.
+//
+// Apply, Snapshot and Restore run on raft's FSM goroutine; readers use the
+// atomic pointers and counters.
+type fsm struct {
+	treeCfg       datatree.Config
+	epochFromTerm bool
+
+	tree     atomic.Pointer[datatree.Tree]
+	sessions atomic.Pointer[session.Table]
+	lastZxid atomic.Int64
+
+	observer Observer
+	waiters  *waiters
+	applied  *appliedIndex
+}
+
+var _ raft.FSM = (*fsm)(nil)
+
+func newFSM(treeCfg datatree.Config, epochFromTerm bool, obs Observer, w *waiters, a *appliedIndex) *fsm {
+	f := &fsm{treeCfg: treeCfg, epochFromTerm: epochFromTerm, observer: obs, waiters: w, applied: a}
+	f.tree.Store(datatree.New(treeCfg))
+	f.sessions.Store(session.NewTable())
+	return f
+}
+
+// nextZxid returns the zxid for the next transaction of an entry in term.
+func (f *fsm) nextZxid(term uint64) int64 {
+	last := f.lastZxid.Load()
+	if !f.epochFromTerm {
+		return last + 1
+	}
+	epoch := int64(term)
+	if last>>32 < epoch {
+		return epoch<<32 | 1
+	}
+	return last + 1
+}
+
+// Apply implements raft.FSM. An entry this build cannot decode stops the
+// member (panic) rather than letting it diverge from the others.
+func (f *fsm) Apply(l *raft.Log) interface{} {
+	en, err := txnlog.Decode(l.Data)
+	if err != nil {
+		panic(fmt.Sprintf("replication: undecodable log entry %d: %v", l.Index, err))
+	}
+	tree, sessions := f.tree.Load(), f.sessions.Load()
+	for _, t := range en.Txns {
+		zxid := f.nextZxid(l.Term)
+		switch t.Tree.Type {
+		case jute.OpCreateSession:
+			sessions.Add(t.Tree.SessionID, t.Timeout)
+		case jute.OpCloseSession:
+			sessions.Remove(t.Tree.SessionID)
+		}
+		txn := t
+		tree.Apply(&t.Tree, zxid, func(_ *datatree.Txn, res *datatree.Result) {
+			f.lastZxid.Store(zxid)
+			if f.observer != nil {
+				f.observer.Applied(txn, zxid, res)
+			}
+			f.waiters.trigger(txn.RequestID, Outcome{Zxid: zxid, Result: res})
+		})
+	}
+	f.applied.set(l.Index)
+	return nil
+}
+
+// snapshotMagic starts every FSM snapshot stream.
+var snapshotMagic = [8]byte{'Z', 'K', 'S', 'D', 'S', 'N', 'A', 'P'}
+
+const snapshotVersion = 1
+
+// Snapshot implements raft.FSM. The state is serialized here, on the FSM
+// goroutine, so the snapshot is exactly the state at its log index; Persist
+// then only writes bytes. (A copy-on-write tree would avoid holding up
+// Apply for the serialization; see docs/architecture.md.)
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	var buf bytes.Buffer
+	if err := f.writeState(&buf); err != nil {
+		return nil, err
+	}
+	return &fsmSnapshot{data: buf.Bytes()}, nil
+}
+
+func (f *fsm) writeState(w io.Writer) error {
+	var table bytes.Buffer
+	if _, err := f.sessions.Load().WriteTo(&table); err != nil {
+		return fmt.Errorf("replication: snapshot sessions: %w", err)
+	}
+	var hdr [8 + 4 + 8 + 8]byte
+	copy(hdr[:8], snapshotMagic[:])
+	binary.BigEndian.PutUint32(hdr[8:], snapshotVersion)
+	binary.BigEndian.PutUint64(hdr[12:], uint64(f.lastZxid.Load()))
+	binary.BigEndian.PutUint64(hdr[20:], uint64(table.Len()))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(table.Bytes()); err != nil {
+		return err
+	}
+	if err := f.tree.Load().WriteSnapshot(w); err != nil {
+		return fmt.Errorf("replication: snapshot tree: %w", err)
+	}
+	return nil
+}
+
+// errBadSnapshot reports a snapshot stream that is not ours or is damaged.
+var errBadSnapshot = errors.New("replication: bad snapshot")
+
+// Restore implements raft.FSM: it loads a snapshot into new structures and
+// swaps them in.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	r := bufio.NewReaderSize(rc, 1<<20)
+	var hdr [28]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return fmt.Errorf("%w: header: %v", errBadSnapshot, err)
+	}
+	if !bytes.Equal(hdr[:8], snapshotMagic[:]) || binary.BigEndian.Uint32(hdr[8:]) != snapshotVersion {
+		return fmt.Errorf("%w: unknown format", errBadSnapshot)
+	}
+	lastZxid := int64(binary.BigEndian.Uint64(hdr[12:]))
+	tableLen := binary.BigEndian.Uint64(hdr[20:])
+	if tableLen > 1<<34 {
+		return fmt.Errorf("%w: session table length %d", errBadSnapshot, tableLen)
+	}
+	table, err := session.ReadTable(io.LimitReader(r, int64(tableLen)))
+	if err != nil {
+		return fmt.Errorf("replication: restore sessions: %w", err)
+	}
+	tree, err := datatree.ReadSnapshot(r, f.treeCfg)
+	if err != nil {
+		return fmt.Errorf("replication: restore tree: %w", err)
+	}
+	f.tree.Store(tree)
+	f.sessions.Store(table)
+	f.lastZxid.Store(lastZxid)
+	if f.observer != nil {
+		f.observer.Restored()
+	}
+	return nil
+}
+
+type fsmSnapshot struct{ data []byte }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s.data); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("replication: persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}
+
+// waiters maps request ids to the channels of their proposers. Every member
+// triggers on apply; only the proposer has registered a waiter.
+type waiters struct {
+	mu sync.Mutex
+	m  map[uint64]chan Outcome
+}
+
+func newWaiters() *waiters { return &waiters{m: make(map[uint64]chan Outcome)} }
+
+func (w *waiters) register(id uint64) chan Outcome {
+	ch := make(chan Outcome, 1)
+	w.mu.Lock()
+	w.m[id] = ch
+	w.mu.Unlock()
+	return ch
+}
+
+// trigger delivers o to the waiter of id, if any, exactly once.
+func (w *waiters) trigger(id uint64, o Outcome) {
+	if id == 0 {
+		return
+	}
+	w.mu.Lock()
+	ch, ok := w.m[id]
+	delete(w.m, id)
+	w.mu.Unlock()
+	if ok {
+		ch <- o
+	}
+}
+
+// appliedIndex tracks the last applied raft index and lets callers wait for
+// it to reach a value.
+type appliedIndex struct {
+	mu    sync.Mutex
+	index uint64
+	wake  chan struct{} // closed and replaced on every advance
+}
+
+func newAppliedIndex() *appliedIndex { return &appliedIndex{wake: make(chan struct{})} }
+
+func (a *appliedIndex) set(i uint64) {
+	a.mu.Lock()
+	if i > a.index {
+		a.index = i
+		close(a.wake)
+		a.wake = make(chan struct{})
+	}
+	a.mu.Unlock()
+}
+
+// get returns the applied index and a channel closed on the next advance.
+func (a *appliedIndex) get() (uint64, <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.index, a.wake
+}

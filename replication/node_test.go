@@ -1,0 +1,170 @@
+package replication
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/txnlog"
+)
+
+func openNode(t *testing.T, dir string, inMemory bool) *Node {
+	t.Helper()
+	n, err := Open(Config{DataDir: dir, InMemory: inMemory, ForceSync: true, SnapshotThreshold: 64, TrailingLogs: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.WaitReady(ctx); err != nil {
+		n.Close()
+		t.Fatal(err)
+	}
+	return n
+}
+
+func createTxn(path string) *txnlog.Txn {
+	return &txnlog.Txn{Tree: datatree.Txn{Type: jute.OpCreate,
+		Request: &jute.CreateRequest{Path: path, Data: []byte(path), ACL: jute.OpenACLUnsafe}}}
+}
+
+func await(t *testing.T, ch <-chan Outcome) Outcome {
+	t.Helper()
+	select {
+	case o := <-ch:
+		return o
+	case <-time.After(10 * time.Second):
+		t.Fatal("no outcome within 10s")
+	}
+	return Outcome{}
+}
+
+func TestSubmitAssignsConsecutiveZxidsInOrder(t *testing.T) {
+	n := openNode(t, t.TempDir(), true)
+	defer n.Close()
+	var chans []<-chan Outcome
+	for i := 0; i < 50; i++ {
+		chans = append(chans, n.Submit(createTxn(fmt.Sprintf("/n%d", i))))
+	}
+	// A failing write consumes a zxid too.
+	chans = append(chans, n.Submit(createTxn("/n0")))
+	for i, ch := range chans {
+		o := await(t, ch)
+		if o.Err != nil || o.Zxid != int64(i+1) {
+			t.Fatalf("txn %d: zxid %d err %v, want zxid %d", i, o.Zxid, o.Err, i+1)
+		}
+		want := jute.OK
+		if i == 50 {
+			want = jute.NodeExists
+		}
+		if o.Result.Err != want {
+			t.Fatalf("txn %d: %v, want %v", i, o.Result.Err, want)
+		}
+	}
+	if n.LastZxid() != 51 {
+		t.Fatalf("last zxid %d", n.LastZxid())
+	}
+}
+
+func TestConcurrentWritesShareEntries(t *testing.T) {
+	n := openNode(t, t.TempDir(), false)
+	defer n.Close()
+	before := n.raft.LastIndex()
+	const writers, each = 16, 50
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			var chans []<-chan Outcome
+			for i := 0; i < each; i++ {
+				chans = append(chans, n.Submit(createTxn(fmt.Sprintf("/w%d-%d", w, i))))
+			}
+			for _, ch := range chans {
+				if o := await(t, ch); o.Err != nil || o.Result.Err != jute.OK {
+					t.Errorf("write failed: %+v", o)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	entries := n.raft.LastIndex() - before
+	if entries >= writers*each {
+		t.Fatalf("%d writes took %d log entries: no batching", writers*each, entries)
+	}
+	t.Logf("%d writes in %d log entries", writers*each, entries)
+}
+
+func TestRestartReplaysLogAndSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	n := openNode(t, dir, false)
+	for i := 0; i < 200; i++ { // crosses the snapshot threshold of 64 entries
+		if o := await(t, n.Submit(createTxn(fmt.Sprintf("/r%d", i)))); o.Err != nil {
+			t.Fatal(o.Err)
+		}
+	}
+	sid := int64(0x0100000000000001)
+	await(t, n.Submit(&txnlog.Txn{Timeout: 5000, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: sid}}))
+	eph := createTxn("/eph")
+	eph.Tree.SessionID = sid
+	eph.Tree.Request.(*jute.CreateRequest).Flags = jute.ModeEphemeral
+	await(t, n.Submit(eph))
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	await(t, n.Submit(createTxn("/after-snapshot")))
+	var want bytes.Buffer
+	n.Tree().WriteSnapshot(&want)
+	last := n.LastZxid()
+	n.Close()
+
+	n2 := openNode(t, dir, false)
+	defer n2.Close()
+	var got bytes.Buffer
+	n2.Tree().WriteSnapshot(&got)
+	if !bytes.Equal(want.Bytes(), got.Bytes()) {
+		t.Fatal("tree after restart differs from the tree before")
+	}
+	if n2.LastZxid() != last {
+		t.Fatalf("last zxid %d after restart, want %d", n2.LastZxid(), last)
+	}
+	if info, ok := n2.Sessions().Get(sid); !ok || info.Timeout != 5000 {
+		t.Fatalf("session table after restart: %+v %v", info, ok)
+	}
+	if o := await(t, n2.Submit(createTxn("/next"))); o.Zxid != last+1 {
+		t.Fatalf("zxid after restart %d, want %d", o.Zxid, last+1)
+	}
+}
+
+func TestSubmitAfterCloseFails(t *testing.T) {
+	n := openNode(t, t.TempDir(), true)
+	n.Close()
+	if o := await(t, n.Submit(createTxn("/x"))); o.Err == nil {
+		t.Fatal("submit after close succeeded")
+	}
+}
+
+func TestNextZxidEpochs(t *testing.T) {
+	f := &fsm{epochFromTerm: true}
+	f.lastZxid.Store(0)
+	if z := f.nextZxid(1); z != 1<<32|1 {
+		t.Fatalf("first zxid of term 1 = %#x", z)
+	}
+	f.lastZxid.Store(1<<32 | 7)
+	if z := f.nextZxid(1); z != 1<<32|8 {
+		t.Fatalf("next in term 1 = %#x", z)
+	}
+	if z := f.nextZxid(3); z != 3<<32|1 {
+		t.Fatalf("first in term 3 = %#x", z)
+	}
+	standalone := &fsm{}
+	standalone.lastZxid.Store(41)
+	if z := standalone.nextZxid(9); z != 42 {
+		t.Fatalf("standalone zxid = %d", z)
+	}
+}

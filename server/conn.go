@@ -1,0 +1,478 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/replication"
+	"github.com/zkserverd/zkserverd/session"
+	"github.com/zkserverd/zkserverd/txnlog"
+)
+
+// itemKind says how the completer turns a pipeline item into a reply.
+type itemKind int
+
+const (
+	kindReply itemKind = iota // reply frame already built
+	kindPing
+	kindRead
+	kindWrite
+	kindSync
+)
+
+// pending is one request in a connection's pipeline.
+type pending struct {
+	kind       itemKind
+	xid        int32
+	op         jute.OpCode
+	req        jute.Record
+	outcome    <-chan replication.Outcome
+	frame      []byte
+	closeAfter bool
+	received   time.Time
+}
+
+// pipelineDepth bounds the requests one connection may have in flight
+// before its reader stops reading (back-pressure on that client only).
+const pipelineDepth = 1000
+
+// outboxEventLimit is how many bytes of queued notifications a connection
+// may hold before it is treated as a slow consumer and dropped.
+const outboxEventLimit = 64 << 20
+
+// conn is one client connection. The reader goroutine owns br and the
+// session binding; sessionID, timeout and the flags are atomics read by
+// others; ids is guarded by idsMu.
+type conn struct {
+	s           *Server
+	nc          net.Conn
+	br          *bufio.Reader
+	ip          string
+	out         *outbox
+	queue       chan *pending
+	established time.Time
+	log         *slog.Logger
+
+	sessionID      atomic.Int64
+	timeout        atomic.Int32
+	closeRequested atomic.Bool
+	aborted        atomic.Bool
+
+	idsMu sync.Mutex
+	ids   []jute.ID
+
+	// statistics for cons / mntr
+	recv, sent  atomic.Int64
+	lat         *latencyStats
+	lastOp      atomic.Int32
+	lastCxid    atomic.Int32
+	lastZxid    atomic.Int64
+	lastResp    atomic.Int64 // ms since epoch
+	lastLatency atomic.Int64
+	everOp      atomic.Bool
+}
+
+func newConn(s *Server, nc net.Conn, ip string) *conn {
+	c := &conn{
+		s:           s,
+		nc:          nc,
+		br:          bufio.NewReaderSize(nc, 64<<10),
+		ip:          ip,
+		out:         newOutbox(outboxEventLimit),
+		queue:       make(chan *pending, pipelineDepth),
+		established: time.Now(),
+		lat:         newLatencyStats(),
+		log:         s.log.With("remote", nc.RemoteAddr().String()),
+	}
+	c.ids = initialIDs(nc.RemoteAddr())
+	return c
+}
+
+// serve runs the connection to its end.
+func (c *conn) serve() {
+	defer c.s.forget(c)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		err := c.out.writeLoop(c.nc, c.writeTimeout(), c.countSent)
+		if err != nil && !c.aborted.Load() {
+			c.log.Debug("write failed", "err", err)
+		}
+		c.nc.Close()
+	}()
+	if !c.handshake() {
+		c.out.close()
+		<-writerDone
+		return
+	}
+	completerDone := make(chan struct{})
+	go func() { defer close(completerDone); c.completeLoop() }()
+	c.readLoop()
+	close(c.queue)
+	<-completerDone
+	<-writerDone
+	c.s.watches.RemoveWatcher(c)
+}
+
+// writeTimeout is how long one write may stall before the client is
+// considered gone: the session timeout once known, else the sessionless
+// connection timeout.
+func (c *conn) writeTimeout() time.Duration {
+	return time.Duration(max(c.s.cfg.EffectiveMaxSessionTimeout(), c.s.cfg.SessionlessCnxnTimeout)) * time.Millisecond
+}
+
+// abort closes the connection at once (expiry, slow consumer, shutdown).
+// Queued replies are dropped.
+func (c *conn) abort(reason string) {
+	if c.aborted.Swap(true) {
+		return
+	}
+	c.log.Info("closing connection", "reason", reason, "session", hexID(c.sessionID.Load()))
+	c.nc.Close()
+	c.out.close()
+}
+
+func (c *conn) countSent(frames [][]byte) {
+	c.sent.Add(int64(len(frames)))
+	c.s.stats.packetsSent.Add(int64(len(frames)))
+}
+
+// handshake reads the first frame: a four-letter word or a ConnectRequest.
+// It returns true when a session is established and requests may follow.
+func (c *conn) handshake() bool {
+	c.nc.SetReadDeadline(time.Now().Add(time.Duration(c.s.cfg.SessionlessCnxnTimeout) * time.Millisecond))
+	n, err := jute.ReadFrameLength(c.br)
+	if err != nil {
+		c.log.Debug("no connect request", "err", err)
+		return false
+	}
+	if cmd, ok := fourLetterWord(n); ok {
+		c.runFourLetterWord(cmd)
+		return false
+	}
+	payload, err := jute.ReadFramePayload(c.br, n, c.s.cfg.JuteMaxBuffer, nil)
+	if err != nil {
+		c.log.Warn("bad connect frame; closing", "err", err)
+		return false
+	}
+	var req jute.ConnectRequest
+	d := jute.NewDecoder(payload)
+	req.Decode(d)
+	if d.Err() != nil {
+		c.log.Warn("malformed connect request; closing", "len", len(payload), "err", d.Err())
+		return false
+	}
+	c.nc.SetReadDeadline(time.Time{})
+	return c.connect(&req)
+}
+
+// connect creates or resumes the session of a ConnectRequest.
+func (c *conn) connect(req *jute.ConnectRequest) bool {
+	s := c.s
+	if last := s.node.LastZxid(); req.LastZxidSeen > last {
+		c.log.Warn("client has seen a newer zxid than this server; closing",
+			"client_zxid", hexID(req.LastZxidSeen), "server_zxid", hexID(last))
+		return false
+	}
+	timeout := session.Negotiate(req.TimeOut, int32(s.cfg.EffectiveMinSessionTimeout()), int32(s.cfg.EffectiveMaxSessionTimeout()))
+	if req.SessionID == 0 {
+		return c.createSession(req, timeout)
+	}
+	return c.resumeSession(req, timeout)
+}
+
+func (c *conn) createSession(req *jute.ConnectRequest, timeout int32) bool {
+	sid := c.s.idGen.Next()
+	out := <-c.s.node.Submit(&txnlog.Txn{Timeout: timeout, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: sid}})
+	if out.Err != nil {
+		c.log.Warn("session not created", "err", out.Err)
+		return false
+	}
+	c.bindSession(sid, timeout)
+	c.log.Debug("session established", "session", hexID(sid), "timeout", timeout)
+	c.sendConnectResponse(req, timeout, sid, session.Password(sid))
+	return true
+}
+
+func (c *conn) resumeSession(req *jute.ConnectRequest, timeout int32) bool {
+	sid := req.SessionID
+	// As ZooKeeper does, any live connection of the session is closed before
+	// the password is checked.
+	if old := c.s.sessionConn(sid); old != nil && old != c {
+		old.abort("session resumed on another connection")
+	}
+	_, known := c.s.node.Sessions().Get(sid)
+	if !known || !bytes.Equal(req.Passwd, session.Password(sid)) {
+		c.log.Info("session resume refused", "session", hexID(sid), "known", known)
+		c.sendConnectResponse(req, 0, 0, make([]byte, 16))
+		return false
+	}
+	c.s.tracker.Add(sid, time.Duration(timeout)*time.Millisecond)
+	c.bindSession(sid, timeout)
+	c.log.Debug("session resumed", "session", hexID(sid), "timeout", timeout)
+	c.sendConnectResponse(req, timeout, sid, session.Password(sid))
+	return true
+}
+
+func (c *conn) bindSession(sid int64, timeout int32) {
+	c.sessionID.Store(sid)
+	c.timeout.Store(timeout)
+	if old := c.s.bind(sid, c); old != nil && old != c {
+		old.abort("session resumed on another connection")
+	}
+}
+
+func (c *conn) sendConnectResponse(req *jute.ConnectRequest, timeout int32, sid int64, passwd []byte) {
+	resp := jute.ConnectResponse{TimeOut: timeout, SessionID: sid, Passwd: passwd, HasReadOnly: req.HasReadOnly}
+	c.out.push(jute.AppendFrame(nil, &resp), false)
+}
+
+// readLoop reads request frames until the client goes away, a request ends
+// the connection, or a frame breaks the protocol.
+func (c *conn) readLoop() {
+	var buf []byte
+	for {
+		n, err := jute.ReadFrameLength(c.br)
+		if err != nil {
+			c.logReadEnd(err)
+			return
+		}
+		payload, err := jute.ReadFramePayload(c.br, n, c.s.cfg.JuteMaxBuffer, buf)
+		if err != nil {
+			if errors.Is(err, jute.ErrFrameTooLarge) {
+				c.log.Warn("frame length out of range; closing", "len", n, "limit", c.s.cfg.JuteMaxBuffer)
+			} else {
+				c.logReadEnd(err)
+			}
+			return
+		}
+		buf = payload[:0]
+		c.throttle()
+		if !c.handle(payload) {
+			return
+		}
+	}
+}
+
+func (c *conn) logReadEnd(err error) {
+	if errors.Is(err, io.EOF) || c.aborted.Load() || errors.Is(err, net.ErrClosed) {
+		c.log.Debug("connection ended", "session", hexID(c.sessionID.Load()))
+		return
+	}
+	c.log.Info("read failed; closing", "err", err, "session", hexID(c.sessionID.Load()))
+}
+
+// throttle holds the reader while the server has more requests in flight
+// than globalOutstandingLimit, as ZooKeeper stops reading sockets then.
+func (c *conn) throttle() {
+	limit := int64(c.s.cfg.GlobalOutstandingLimit)
+	for i := 0; limit > 0 && c.s.stats.outstanding.Load() >= limit && i < 1000; i++ {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (c *conn) enqueue(p *pending) {
+	c.s.stats.outstanding.Add(1)
+	c.queue <- p
+}
+
+// replyFrame builds a header-only reply, or a reply with body when err is OK.
+func replyFrame(xid int32, zxid int64, err jute.Code, body jute.Record) []byte {
+	h := jute.ReplyHeader{Xid: xid, Zxid: zxid, Err: err}
+	if err != jute.OK || body == nil {
+		return jute.AppendFrame(nil, &h)
+	}
+	return jute.AppendFrame(nil, &h, body)
+}
+
+// handle decodes one request frame and puts it in the pipeline. It returns
+// false when no further frame may be read.
+func (c *conn) handle(payload []byte) bool {
+	c.recv.Add(1)
+	c.s.stats.packetsReceived.Add(1)
+	sid := c.sessionID.Load()
+	c.s.tracker.Touch(sid)
+	now := time.Now()
+	d := jute.NewDecoder(payload)
+	var h jute.RequestHeader
+	h.Decode(d)
+	if d.Err() != nil {
+		c.log.Warn("malformed request header; closing", "len", len(payload))
+		return false
+	}
+	reply := func(err jute.Code, zxid int64, closeAfter bool) bool {
+		c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now, closeAfter: closeAfter,
+			frame: replyFrame(h.Xid, zxid, err, nil)})
+		return !closeAfter
+	}
+	switch h.Type {
+	case jute.OpPing:
+		c.enqueue(&pending{kind: kindPing, xid: jute.XidPing, op: h.Type, received: now})
+		return true
+	case jute.OpAuth:
+		return c.handleAuth(h.Xid, d, now)
+	case jute.OpCreateSession, jute.OpDeleteContainer:
+		c.log.Warn("internal opcode from a client; closing", "op", h.Type)
+		return reply(jute.Unimplemented, -1, true)
+	}
+	req := jute.NewRequest(h.Type)
+	if req == nil {
+		c.log.Warn("unknown opcode; closing", "op", int32(h.Type))
+		return reply(jute.Unimplemented, -1, true)
+	}
+	req.Decode(d)
+	if d.Err() != nil {
+		c.log.Info("undecodable request", "op", h.Type, "err", d.Err())
+		return reply(jute.MarshallingError, c.s.node.LastZxid(), false)
+	}
+	if code, body := checkMultiKinds(h.Type, req); code != jute.OK {
+		c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now,
+			frame: jute.AppendFrame(nil, &jute.ReplyHeader{Xid: h.Xid, Zxid: c.s.node.LastZxid(), Err: code}, body)})
+		return true
+	}
+	switch {
+	case h.Type == jute.OpReconfig:
+		return reply(jute.ReconfigDisabled, c.s.node.LastZxid(), false)
+	case h.Type.IsWrite():
+		return c.submitWrite(h, req, sid, now)
+	case h.Type == jute.OpSync:
+		c.enqueue(&pending{kind: kindSync, xid: h.Xid, op: h.Type, req: req, received: now})
+	default:
+		c.enqueue(&pending{kind: kindRead, xid: h.Xid, op: h.Type, req: req, received: now})
+	}
+	return true
+}
+
+// submitWrite proposes a write transaction and queues its reply slot.
+func (c *conn) submitWrite(h jute.RequestHeader, req jute.Record, sid int64, now time.Time) bool {
+	closing := h.Type == jute.OpCloseSession
+	if closing {
+		c.closeRequested.Store(true)
+		req = nil
+	}
+	t := &txnlog.Txn{Tree: datatree.Txn{Type: h.Type, SessionID: sid, Request: req, IDs: c.authIDs()}}
+	ch := c.s.node.Submit(t)
+	c.enqueue(&pending{kind: kindWrite, xid: h.Xid, op: h.Type, outcome: ch, received: now, closeAfter: closing})
+	return !closing
+}
+
+// checkMultiKinds rejects a multi holding read ops and a multiRead holding
+// write ops with MarshallingError; a rejected multiRead still carries the
+// end marker, as ZooKeeper sends it.
+func checkMultiKinds(op jute.OpCode, req jute.Record) (jute.Code, jute.Record) {
+	m, ok := req.(*jute.MultiRequest)
+	if !ok {
+		return jute.OK, nil
+	}
+	for _, o := range m.Ops {
+		isRead := o.Type == jute.OpGetData || o.Type == jute.OpGetChildren
+		if op == jute.OpMulti && isRead {
+			return jute.MarshallingError, nil
+		}
+		if op == jute.OpMultiRead && !isRead {
+			return jute.MarshallingError, &jute.MultiResponse{}
+		}
+	}
+	return jute.OK, nil
+}
+
+// completeLoop turns pipeline items into replies strictly in order.
+func (c *conn) completeLoop() {
+	defer c.out.close()
+	for p := range c.queue {
+		frame := c.complete(p)
+		c.s.stats.outstanding.Add(-1)
+		if frame == nil {
+			continue
+		}
+		c.recordLatency(p, frame)
+		c.out.push(frame, false)
+	}
+}
+
+// complete produces the reply frame of one item (nil: no reply).
+func (c *conn) complete(p *pending) []byte {
+	switch p.kind {
+	case kindReply:
+		return p.frame
+	case kindPing:
+		return replyFrame(jute.XidPing, c.s.node.LastZxid(), jute.OK, nil)
+	case kindWrite:
+		o := <-p.outcome
+		if o.Err != nil {
+			c.log.Warn("write not replicated; dropping connection", "op", p.op, "err", o.Err)
+			c.abort("write outcome unknown")
+			return nil
+		}
+		return replyFrame(p.xid, o.Zxid, o.Result.Err, o.Result.Response)
+	case kindSync:
+		return c.completeSync(p)
+	default:
+		return c.execRead(p)
+	}
+}
+
+func (c *conn) completeSync(p *pending) []byte {
+	if err := c.s.node.Sync(c.s.ctx); err != nil {
+		c.abort(fmt.Sprintf("sync failed: %v", err))
+		return nil
+	}
+	r := p.req.(*jute.PathRequest)
+	return replyFrame(p.xid, c.s.node.LastZxid(), jute.OK, &jute.SyncResponse{Path: r.Path})
+}
+
+func (c *conn) recordLatency(p *pending, frame []byte) {
+	d := time.Since(p.received)
+	if p.kind != kindReply || p.op != jute.OpAuth {
+		c.s.stats.latency.add(d)
+		c.lat.add(d)
+	}
+	c.everOp.Store(true)
+	c.lastOp.Store(int32(p.op))
+	if p.xid >= 0 {
+		c.lastCxid.Store(p.xid)
+	}
+	var h jute.ReplyHeader
+	h.Decode(jute.NewDecoder(frame[4:]))
+	c.lastZxid.Store(h.Zxid)
+	c.lastResp.Store(time.Now().UnixMilli())
+	c.lastLatency.Store(d.Milliseconds())
+	c.s.stats.responseSize(int64(len(frame) - 4))
+}
+
+// authIDs returns a copy of the connection's identities.
+func (c *conn) authIDs() []jute.ID {
+	c.idsMu.Lock()
+	defer c.idsMu.Unlock()
+	return append([]jute.ID(nil), c.ids...)
+}
+
+// addIDs adds identities, keeping them a set.
+func (c *conn) addIDs(ids []jute.ID) {
+	c.idsMu.Lock()
+	defer c.idsMu.Unlock()
+	for _, id := range ids {
+		dup := false
+		for _, have := range c.ids {
+			if have == id {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			c.ids = append(c.ids, id)
+		}
+	}
+}
+
+func hexID(v int64) string { return fmt.Sprintf("0x%x", uint64(v)) }

@@ -1,0 +1,49 @@
+package server
+
+import (
+	"time"
+
+	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/txnlog"
+)
+
+// observer is the Server seen as replication's apply hook. Its methods run
+// on the FSM goroutine with the tree's write lock held (lock order: tree,
+// then watch registry, then a connection's outbox), so they only queue work.
+type observer Server
+
+// Applied delivers the transaction's watch events and keeps the expiry clock
+// in step with the session table.
+func (o *observer) Applied(txn *txnlog.Txn, zxid int64, res *datatree.Result) {
+	s := (*Server)(o)
+	if len(res.Events) > 0 {
+		s.watches.Trigger(toWatchEvents(res.Events), zxid)
+	}
+	switch txn.Tree.Type {
+	case jute.OpCreateSession:
+		s.tracker.Add(txn.Tree.SessionID, time.Duration(txn.Timeout)*time.Millisecond)
+	case jute.OpCloseSession:
+		s.tracker.Remove(txn.Tree.SessionID)
+		if c := s.sessionConn(txn.Tree.SessionID); c != nil && !c.closeRequested.Load() {
+			// Expired (or closed elsewhere): drop the connection without a
+			// message, as ZooKeeper does.
+			go c.abort("session closed")
+		}
+	}
+}
+
+// Restored is called when a snapshot replaced the state; connections whose
+// session no longer exists are closed.
+func (o *observer) Restored() {
+	s := (*Server)(o)
+	for _, c := range s.connections() {
+		sid := c.sessionID.Load()
+		if sid == 0 {
+			continue
+		}
+		if _, ok := s.node.Sessions().Get(sid); !ok {
+			go c.abort("session gone after snapshot restore")
+		}
+	}
+}

@@ -1,0 +1,287 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/zkserverd/zkserverd/acl"
+	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/replication"
+	"github.com/zkserverd/zkserverd/session"
+	"github.com/zkserverd/zkserverd/txnlog"
+	"github.com/zkserverd/zkserverd/watch"
+)
+
+// Version is reported by srvr, envi and mntr. ZooKeeper clients and tools
+// parse the leading "3.8.0" as the protocol level served.
+var Version = "3.8.0-zkserverd-dev"
+
+// BuildDate is set at link time; it follows ZooKeeper's version line.
+var BuildDate = "unknown"
+
+// Options configures a Server.
+type Options struct {
+	Config conf.Config
+	// Logger receives structured logs (nil: discarded).
+	Logger *slog.Logger
+	// InMemory keeps the raft log and snapshots in memory (tests only).
+	InMemory bool
+	// Clock drives session expiry (nil: the real clock).
+	Clock session.Clock
+}
+
+// Server is a standalone zkserverd member serving clients.
+type Server struct {
+	cfg      conf.Config
+	log      *slog.Logger
+	node     *replication.Node
+	tracker  *session.Tracker
+	idGen    *session.IDGenerator
+	auth     *acl.Registry
+	watches  *watch.Registry
+	stats    *serverStats
+	started  time.Time
+	dataDir  string
+	logDir   string
+	serverID int64
+
+	ln     net.Listener
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// mu guards the connection indexes below.
+	mu        sync.Mutex
+	conns     map[*conn]struct{}
+	bySession map[int64]*conn
+	perIP     map[string]int
+	closed    bool
+}
+
+// New opens the data directory and the replicated state. It does not listen
+// yet: call Start.
+func New(opts Options) (*Server, error) {
+	cfg := opts.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	authReg, err := newAuthRegistry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       logger,
+		auth:      authReg,
+		watches:   watch.NewRegistry(),
+		stats:     newServerStats(),
+		serverID:  1,
+		conns:     make(map[*conn]struct{}),
+		bySession: make(map[int64]*conn),
+		perIP:     make(map[string]int),
+	}
+	s.dataDir, s.logDir = cfg.DataDir, cfg.DataLogDir
+	if s.logDir == "" {
+		s.logDir = s.dataDir
+	}
+	if !opts.InMemory {
+		for _, d := range []string{s.dataDir, s.logDir} {
+			if err := os.MkdirAll(d, 0o750); err != nil {
+				return nil, fmt.Errorf("server: create data directory: %w", err)
+			}
+		}
+	}
+	s.idGen = session.NewIDGenerator(s.serverID, time.Now().UnixMilli())
+	clock := opts.Clock
+	if clock == nil {
+		clock = session.RealClock{}
+	}
+	s.tracker = session.NewTracker(clock, time.Duration(cfg.TickTime)*time.Millisecond, s.expireSessions)
+	node, err := replication.Open(replication.Config{
+		ServerID:          s.serverID,
+		DataDir:           filepath.Join(s.dataDir, "version-2"),
+		LogDir:            filepath.Join(s.logDir, "version-2"),
+		InMemory:          opts.InMemory,
+		ForceSync:         cfg.ForceSync,
+		SnapshotThreshold: uint64(cfg.SnapCount),
+		Tree:              datatree.Config{ExtendedTypesEnabled: cfg.ExtendedTypesEnabled, Authorizer: authReg},
+		Observer:          (*observer)(s),
+		Logger:            logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.node = node
+	return s, nil
+}
+
+// Start waits until the replicated state is current, restarts the expiry
+// clock of every known session, and begins accepting clients on the
+// configured address. It returns once the listener is open.
+func (s *Server) Start(ctx context.Context) error {
+	readyCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := s.node.WaitReady(readyCtx); err != nil {
+		return err
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	for _, info := range s.node.Sessions().All() {
+		s.tracker.Add(info.ID, time.Duration(info.Timeout)*time.Millisecond)
+	}
+	addr := net.JoinHostPort(s.cfg.ClientPortAddress, strconv.Itoa(s.cfg.ClientPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w", addr, err)
+	}
+	s.ln = ln
+	s.started = time.Now()
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.tracker.Run(s.ctx) }()
+	go func() { defer s.wg.Done(); s.acceptLoop() }()
+	s.log.Info("serving clients", "addr", ln.Addr().String(), "zxid", fmt.Sprintf("0x%x", s.node.LastZxid()))
+	return nil
+}
+
+// Addr returns the client listener's address (after Start).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// acceptLoop accepts connections until the listener closes, backing off on
+// temporary errors as net/http does.
+func (s *Server) acceptLoop() {
+	var delay time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed", "err", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		c, ok := s.admit(nc)
+		if !ok {
+			continue
+		}
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); c.serve() }()
+	}
+}
+
+// admit registers a new connection, enforcing maxClientCnxns per address.
+func (s *Server) admit(nc net.Conn) (*conn, bool) {
+	ip := remoteIP(nc.RemoteAddr())
+	s.mu.Lock()
+	if s.closed || (s.cfg.MaxClientCnxns > 0 && s.perIP[ip] >= s.cfg.MaxClientCnxns) {
+		s.mu.Unlock()
+		s.log.Warn("too many connections from one address; closing", "remote", nc.RemoteAddr().String(), "limit", s.cfg.MaxClientCnxns)
+		nc.Close()
+		return nil, false
+	}
+	c := newConn(s, nc, ip)
+	s.conns[c] = struct{}{}
+	s.perIP[ip]++
+	s.mu.Unlock()
+	return c, true
+}
+
+// forget removes a finished connection from the indexes.
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.conns[c]; !ok {
+		return
+	}
+	delete(s.conns, c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
+	if sid := c.sessionID.Load(); sid != 0 && s.bySession[sid] == c {
+		delete(s.bySession, sid)
+	}
+}
+
+// bind makes c the connection of session sid and returns the connection it
+// replaces, if any.
+func (s *Server) bind(sid int64, c *conn) *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.bySession[sid]
+	s.bySession[sid] = c
+	return old
+}
+
+// sessionConn returns the connection currently bound to sid.
+func (s *Server) sessionConn(sid int64) *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bySession[sid]
+}
+
+// connections returns a snapshot of the live connections.
+func (s *Server) connections() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// expireSessions is the tracker's callback: each expired session becomes a
+// closeSession transaction; the apply hook closes its connection.
+func (s *Server) expireSessions(ids []int64) {
+	for _, id := range ids {
+		s.log.Info("session expired", "session", fmt.Sprintf("0x%x", id))
+		s.node.Submit(&txnlog.Txn{Tree: datatree.Txn{Type: jute.OpCloseSession, SessionID: id}})
+	}
+}
+
+// Close stops accepting, closes every connection, stops the expiry clock and
+// shuts the replicated state down. Sessions stay in the table and resume
+// after a restart.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for _, c := range s.connections() {
+		c.abort("server shutting down")
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	return s.node.Close()
+}
+
+// remoteIP returns the host part of a connection's remote address.
+func remoteIP(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}

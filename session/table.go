@@ -1,0 +1,137 @@
+package session
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/zkserverd/zkserverd/jute"
+)
+
+// ErrCorrupt is reported by ReadTable for an encoding that is not a valid
+// session table.
+var ErrCorrupt = errors.New("session: corrupt session table")
+
+// Info describes one live session.
+type Info struct {
+	ID      int64 // session id
+	Timeout int32 // negotiated timeout, ms
+}
+
+// Password returns the session's password (see Password).
+func (i Info) Password() []byte { return Password(i.ID) }
+
+// Table is the replicated session table: session id → negotiated timeout.
+// It is changed only by applying transactions (one goroutine) but read by
+// many goroutines; mu guards sessions.
+type Table struct {
+	mu       sync.RWMutex
+	sessions map[int64]int32
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table {
+	return &Table{sessions: make(map[int64]int32)}
+}
+
+// Add records session id with the given timeout. Adding a known id only
+// updates its timeout.
+func (t *Table) Add(id int64, timeout int32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sessions[id] = timeout
+}
+
+// Remove deletes session id and reports whether it was present.
+func (t *Table) Remove(id int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.sessions[id]; !ok {
+		return false
+	}
+	delete(t.sessions, id)
+	return true
+}
+
+// Get returns session id's entry.
+func (t *Table) Get(id int64) (Info, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	timeout, ok := t.sessions[id]
+	if !ok {
+		return Info{}, false
+	}
+	return Info{ID: id, Timeout: timeout}, true
+}
+
+// Len returns the number of sessions.
+func (t *Table) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.sessions)
+}
+
+// All returns every session, sorted by id.
+func (t *Table) All() []Info {
+	t.mu.RLock()
+	all := make([]Info, 0, len(t.sessions))
+	for id, timeout := range t.sessions {
+		all = append(all, Info{ID: id, Timeout: timeout})
+	}
+	t.mu.RUnlock()
+	slices.SortFunc(all, func(a, b Info) int { return cmp.Compare(a.ID, b.ID) })
+	return all
+}
+
+// entrySize is the encoded size of one session: long id + int timeout.
+const entrySize = 12
+
+// WriteTo writes the table in ZooKeeper's snapshot layout: int count, then
+// count × {long id, int timeout}, big-endian. Entries are sorted by id, so
+// equal tables encode to equal bytes.
+func (t *Table) WriteTo(w io.Writer) (int64, error) {
+	all := t.All()
+	e := jute.NewEncoder(make([]byte, 0, 4+entrySize*len(all)))
+	e.Int(int32(len(all)))
+	for _, s := range all {
+		e.Long(s.ID)
+		e.Int(s.Timeout)
+	}
+	n, err := w.Write(e.Bytes())
+	if err != nil {
+		return int64(n), fmt.Errorf("session: write table: %w", err)
+	}
+	return int64(n), nil
+}
+
+// ReadTable reads a table written by WriteTo, consuming exactly its bytes
+// from r (so it can sit inside a larger snapshot stream). A negative
+// count, a truncated stream or a repeated id is reported as ErrCorrupt;
+// memory grows only with the entries actually read.
+func ReadTable(r io.Reader) (*Table, error) {
+	var buf [entrySize]byte
+	if _, err := io.ReadFull(r, buf[:4]); err != nil {
+		return nil, fmt.Errorf("%w: count: %w", ErrCorrupt, err)
+	}
+	d := jute.NewDecoder(buf[:4])
+	count := d.Int()
+	if count < 0 {
+		return nil, fmt.Errorf("%w: negative count %d", ErrCorrupt, count)
+	}
+	t := NewTable()
+	for i := int32(0); i < count; i++ {
+		if _, err := io.ReadFull(r, buf[:]); err != nil {
+			return nil, fmt.Errorf("%w: entry %d of %d: %w", ErrCorrupt, i, count, err)
+		}
+		d := jute.NewDecoder(buf[:])
+		id, timeout := d.Long(), d.Int()
+		if _, dup := t.sessions[id]; dup {
+			return nil, fmt.Errorf("%w: session 0x%x listed twice", ErrCorrupt, id)
+		}
+		t.sessions[id] = timeout
+	}
+	return t, nil
+}

@@ -1,0 +1,51 @@
+package test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// allowedImports lists, for each package, the project packages it may
+// import (docs/architecture.md). Anything else is a layering violation.
+var allowedImports = map[string][]string{
+	"jute":          {},
+	"conf":          {},
+	"acl":           {"jute"},
+	"watch":         {"jute"},
+	"session":       {"jute"},
+	"datatree":      {"jute", "acl"},
+	"txnlog":        {"jute", "datatree"},
+	"replication":   {"jute", "datatree", "session", "txnlog"},
+	"server":        {"jute", "datatree", "session", "txnlog", "replication", "acl", "watch", "conf"},
+	"cmd/zkserverd": {"conf", "server"},
+}
+
+func TestDependencyDirection(t *testing.T) {
+	const module = "github.com/zkserverd/zkserverd/"
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}:{{join .Imports \" \"}}", "../...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, ":")
+		pkg = strings.TrimPrefix(pkg, module)
+		allowed, known := allowedImports[pkg]
+		if !known {
+			continue // test-only and tool packages
+		}
+		for _, imp := range strings.Fields(imports) {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module)
+			ok := false
+			for _, a := range allowed {
+				ok = ok || a == dep
+			}
+			if !ok {
+				t.Errorf("%s imports %s, which docs/architecture.md does not allow", pkg, dep)
+			}
+		}
+	}
+}

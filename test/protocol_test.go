@@ -1,0 +1,220 @@
+package test
+
+import (
+	"encoding/binary"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkserverd/zkserverd/jute"
+)
+
+func TestConnectResponseMirrorsReadOnlyByte(t *testing.T) {
+	srv := startServer(t, testConfig(t, t.TempDir()))
+	for _, withByte := range []bool{false, true} {
+		raw := dialRaw(t, srv.Addr().String())
+		raw.send(&jute.ConnectRequest{TimeOut: 1, Passwd: make([]byte, 16), HasReadOnly: withByte})
+		b, err := raw.readFrame(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 36
+		if withByte {
+			want = 37
+		}
+		if len(b) != want {
+			t.Fatalf("readOnly byte %v: response is %d bytes, want %d", withByte, len(b), want)
+		}
+		var resp jute.ConnectResponse
+		jute.Decode(b, &resp)
+		if resp.TimeOut != 200 { // requested 1ms, clamped to 2 x tickTime
+			t.Fatalf("negotiated timeout %d, want the minimum 200", resp.TimeOut)
+		}
+	}
+}
+
+func TestBadInputKeepsServerServing(t *testing.T) {
+	srv := startServer(t, testConfig(t, t.TempDir()))
+	addr := srv.Addr().String()
+
+	t.Run("unknown opcode: Unimplemented with zxid -1, then close", func(t *testing.T) {
+		raw := dialRaw(t, addr)
+		raw.handshake(jute.ConnectRequest{TimeOut: 4000})
+		raw.send(&jute.RequestHeader{Xid: 7, Type: 99})
+		b, err := raw.readFrame(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h jute.ReplyHeader
+		jute.Decode(b, &h)
+		if h != (jute.ReplyHeader{Xid: 7, Zxid: -1, Err: jute.Unimplemented}) {
+			t.Fatalf("reply %+v", h)
+		}
+		raw.expectClosed(2 * time.Second)
+	})
+	t.Run("truncated body: MarshallingError, connection stays", func(t *testing.T) {
+		raw := dialRaw(t, addr)
+		raw.handshake(jute.ConnectRequest{TimeOut: 4000})
+		frame := jute.AppendFrame(nil, &jute.RequestHeader{Xid: 1, Type: jute.OpGetData})
+		frame = append(frame, 0, 0, 0, 9, '/') // path length 9, one byte
+		binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+		raw.c.Write(frame)
+		b, err := raw.readFrame(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h jute.ReplyHeader
+		jute.Decode(b, &h)
+		if h.Xid != 1 || h.Err != jute.MarshallingError {
+			t.Fatalf("reply %+v", h)
+		}
+		if h, _ := raw.call(jute.OpExists, &jute.PathWatchRequest{Path: "/"}); h.Err != jute.OK {
+			t.Fatalf("connection unusable after a bad request: %v", h.Err)
+		}
+	})
+	t.Run("oversized frame: closed without reply, session survives", func(t *testing.T) {
+		raw := dialRaw(t, addr)
+		resp, _ := raw.handshake(jute.ConnectRequest{TimeOut: 4000})
+		var hdr [4]byte
+		binary.BigEndian.PutUint32(hdr[:], jute.DefaultMaxBuffer+1)
+		raw.c.Write(hdr[:])
+		raw.expectClosed(2 * time.Second)
+		again := dialRaw(t, addr)
+		r, err := again.handshake(jute.ConnectRequest{SessionID: resp.SessionID, Passwd: resp.Passwd, TimeOut: 4000})
+		if err != nil || r.SessionID != resp.SessionID {
+			t.Fatalf("session lost after an oversized frame: %+v %v", r, err)
+		}
+	})
+	t.Run("largest frame is accepted, one byte more is not", func(t *testing.T) {
+		raw := dialRaw(t, addr)
+		raw.handshake(jute.ConnectRequest{TimeOut: 4000})
+		raw.call(jute.OpCreate, &jute.CreateRequest{Path: "/big", ACL: jute.OpenACLUnsafe})
+		// setData payload = 8 (header) + 4+len(path) + 4+len(data) + 4 (version)
+		data := make([]byte, jute.DefaultMaxBuffer-20-len("/big"))
+		if h, _ := raw.call(jute.OpSetData, &jute.SetDataRequest{Path: "/big", Data: data, Version: -1}); h.Err != jute.OK {
+			t.Fatalf("setData with a maximal frame: %v", h.Err)
+		}
+		raw.send(&jute.RequestHeader{Xid: 99, Type: jute.OpSetData}, &jute.SetDataRequest{Path: "/big", Data: append(data, 0), Version: -1})
+		raw.expectClosed(2 * time.Second)
+	})
+	t.Run("invalid paths: BadArguments", func(t *testing.T) {
+		raw := dialRaw(t, addr)
+		raw.handshake(jute.ConnectRequest{TimeOut: 4000})
+		for _, p := range []string{"/a//b/..", "/x/.", "/tab\there", "/\U0001F600"} {
+			h, _ := raw.call(jute.OpSetData, &jute.SetDataRequest{Path: p, Version: -1})
+			if h.Err != jute.BadArguments {
+				t.Errorf("setData %q: %v, want BadArguments", p, h.Err)
+			}
+		}
+	})
+	t.Run("garbage before the handshake: closed", func(t *testing.T) {
+		raw := dialRaw(t, addr)
+		raw.send(&jute.RequestHeader{Xid: 1, Type: jute.OpGetData}, &jute.PathWatchRequest{Path: "/"})
+		raw.expectClosed(2 * time.Second)
+	})
+	t.Run("client ahead of the server: closed without reply", func(t *testing.T) {
+		raw := dialRaw(t, addr)
+		raw.send(&jute.ConnectRequest{TimeOut: 4000, LastZxidSeen: 1 << 40, Passwd: make([]byte, 16)})
+		raw.expectClosed(2 * time.Second)
+	})
+	t.Run("ping reply always has xid -2", func(t *testing.T) {
+		raw := dialRaw(t, addr)
+		raw.handshake(jute.ConnectRequest{TimeOut: 4000})
+		raw.send(&jute.RequestHeader{Xid: 55, Type: jute.OpPing})
+		b, err := raw.readFrame(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h jute.ReplyHeader
+		jute.Decode(b, &h)
+		if h.Xid != jute.XidPing || h.Err != jute.OK || h.Zxid <= 0 {
+			t.Fatalf("ping reply %+v", h)
+		}
+	})
+	t.Run("half-open client before the handshake is dropped", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte{0, 0}) // half a length, then silence
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 1)
+		if _, err := c.Read(buf); err == nil {
+			t.Fatal("server sent data to a half-open client")
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatal("half-open connection not closed within the sessionless timeout")
+		}
+	})
+	// After all of that, a normal client still works.
+	c, _ := connect(t, addr, 4*time.Second)
+	if _, _, err := c.Get("/"); err != nil {
+		t.Fatalf("server stopped serving: %v", err)
+	}
+}
+
+func TestMaxClientConnectionsPerAddress(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.MaxClientCnxns = 2
+	srv := startServer(t, cfg)
+	a := dialRaw(t, srv.Addr().String())
+	b := dialRaw(t, srv.Addr().String())
+	if _, err := a.handshake(jute.ConnectRequest{TimeOut: 4000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.handshake(jute.ConnectRequest{TimeOut: 4000}); err != nil {
+		t.Fatal(err)
+	}
+	third := dialRaw(t, srv.Addr().String())
+	third.expectClosed(2 * time.Second)
+}
+
+func TestFourLetterWords(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	srv := startServer(t, cfg)
+	addr := srv.Addr().String()
+	connect(t, addr, 4*time.Second)
+	checks := map[string][]string{
+		"ruok": {"imok"},
+		"isro": {"rw"},
+		"srvr": {"Zookeeper version: 3.8.0", "Latency min/avg/max: ", "Received: ", "Sent: ", "Connections: ", "Outstanding: 0\n", "Zxid: 0x", "Mode: standalone\n", "Node count: 5\n"},
+		"stat": {"Clients:\n /127.0.0.1:", "Mode: standalone\n"},
+		"cons": {",sid=0x", "lop=", "to="},
+		"mntr": {"zk_version\t3.8.0", "zk_server_state\tstandalone\n", "zk_znode_count\t5\n", "zk_global_sessions\t1\n", "zk_num_alive_connections\t2\n"},
+		"envi": {"Environment:\n", "zookeeper.version=3.8.0", "os.name=", "user.dir="},
+		"conf": {"clientPort=", "dataDir=", "tickTime=100\n", "minSessionTimeout=200\n", "maxSessionTimeout=2000\n"},
+		"dirs": {"datadir_size: ", "logdir_size: "},
+		"crst": {"Connection stats reset.\n"},
+		"srst": {"Server stats reset.\n"},
+		"gtmk": {"306"},
+		"dump": {"SessionTracker dump:\n", "ephemeral nodes dump:\n"},
+	}
+	for cmd, wants := range checks {
+		out, err := fourLetter(addr, cmd)
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		for _, w := range wants {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s output lacks %q:\n%s", cmd, w, out)
+			}
+		}
+	}
+}
+
+func TestFourLetterWordWhitelist(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.FourLetterWordWhitelist = []string{"ruok"}
+	srv := startServer(t, cfg)
+	addr := srv.Addr().String()
+	if out, _ := fourLetter(addr, "mntr"); out != "mntr is not executed because it is not in the whitelist.\n" {
+		t.Fatalf("mntr with a whitelist of ruok = %q", out)
+	}
+	if out, _ := fourLetter(addr, "ruok"); out != "imok" {
+		t.Fatalf("ruok = %q", out)
+	}
+	if out, _ := fourLetter(addr, "srvr"); !strings.HasPrefix(out, "Zookeeper version:") {
+		t.Fatalf("srvr is always allowed, got %q", out)
+	}
+}

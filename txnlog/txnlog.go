@@ -1,0 +1,176 @@
+// Package txnlog defines the bytes of a replicated log entry: a batch of
+// decided write transactions with the proposer-assigned time, each carrying
+// the client's request record, the session, the caller's identities and the
+// proposer's request id. Every member decodes the same bytes and applies the
+// same transactions, so the encoding is the contract between replicas.
+//
+// Entry layout (big-endian, Jute primitives; see docs/format/txnlog.md):
+//
+//	byte   kind      EntryBatch (1)
+//	byte   version   1
+//	long   time      ms since the epoch, from the proposer's clock
+//	int    count     number of transactions
+//	count × Txn
+//
+//	Txn:  long requestID | long sessionID | int opcode | int timeout
+//	      vector<Id> ids | body (the opcode's jute request record; none for
+//	      createSession and closeSession)
+//
+// Unknown kinds or versions are rejected with ErrUnknownEntry: a replica that
+// cannot understand an entry must stop rather than diverge.
+package txnlog
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/jute"
+)
+
+// Entry kinds.
+const (
+	// EntryBatch is a batch of transactions.
+	EntryBatch byte = 1
+	// entryVersion is the only batch encoding version so far.
+	entryVersion byte = 1
+)
+
+// ErrUnknownEntry is returned for an entry kind or version this build does
+// not know.
+var ErrUnknownEntry = errors.New("txnlog: unknown entry kind or version")
+
+// Txn is one decided write: the tree transaction plus what the log carries
+// around it.
+type Txn struct {
+	// RequestID identifies the proposer's waiter (0 for none). The top 8 bits
+	// are the proposing member's id, so ids are unique across members.
+	RequestID uint64
+	// Timeout is the negotiated session timeout (ms) of a createSession txn.
+	Timeout int32
+	// Tree is the transaction the znode tree applies. Its Time is set from
+	// the entry when decoded.
+	Tree datatree.Txn
+}
+
+// Entry is a batch of transactions decided together.
+type Entry struct {
+	Time int64
+	Txns []*Txn
+}
+
+// minTxnSize is the smallest encoded Txn (fixed fields plus an empty vector).
+const minTxnSize = 8 + 8 + 4 + 4 + 4
+
+// Encode appends the entry's encoding to dst.
+func (en *Entry) Encode(dst []byte) []byte {
+	encoded := make([][]byte, len(en.Txns))
+	for i, t := range en.Txns {
+		encoded[i] = EncodeTxn(nil, t)
+	}
+	return AssembleEntry(dst, en.Time, encoded)
+}
+
+// AssembleEntry appends an entry made of already encoded transactions (see
+// EncodeTxn) to dst. Proposers encode their transaction on their own
+// goroutine and the batcher only concatenates.
+func AssembleEntry(dst []byte, time int64, txns [][]byte) []byte {
+	e := jute.NewEncoder(append(dst, EntryBatch, entryVersion))
+	e.Long(time)
+	e.Int(int32(len(txns)))
+	dst = e.Bytes()
+	for _, t := range txns {
+		dst = append(dst, t...)
+	}
+	return dst
+}
+
+// EncodeTxn appends one transaction's encoding to dst. The entry's time is
+// not part of it.
+func EncodeTxn(dst []byte, t *Txn) []byte {
+	e := jute.NewEncoder(dst)
+	encodeTxn(e, t)
+	return e.Bytes()
+}
+
+func encodeTxn(e *jute.Encoder, t *Txn) {
+	e.Long(int64(t.RequestID))
+	e.Long(t.Tree.SessionID)
+	e.Int(int32(t.Tree.Type))
+	e.Int(t.Timeout)
+	e.Int(int32(len(t.Tree.IDs)))
+	for i := range t.Tree.IDs {
+		t.Tree.IDs[i].Encode(e)
+	}
+	if t.Tree.Request != nil {
+		t.Tree.Request.Encode(e)
+	}
+}
+
+// Decode parses an entry. It never panics on malformed input.
+func Decode(b []byte) (*Entry, error) {
+	if len(b) < 2 || b[0] != EntryBatch || b[1] != entryVersion {
+		return nil, ErrUnknownEntry
+	}
+	d := jute.NewDecoder(b[2:])
+	en := &Entry{Time: d.Long()}
+	n := int(d.Int())
+	if d.Err() == nil && (n < 0 || n > d.Remaining()/minTxnSize) {
+		return nil, fmt.Errorf("txnlog: bad txn count %d", n)
+	}
+	en.Txns = make([]*Txn, 0, n)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		t, err := decodeTxn(d, en.Time)
+		if err != nil {
+			return nil, fmt.Errorf("txnlog: txn %d: %w", i, err)
+		}
+		en.Txns = append(en.Txns, t)
+	}
+	if err := d.Finish(true); err != nil {
+		return nil, fmt.Errorf("txnlog: decode entry: %w", err)
+	}
+	return en, nil
+}
+
+func decodeTxn(d *jute.Decoder, time int64) (*Txn, error) {
+	t := &Txn{RequestID: uint64(d.Long())}
+	t.Tree.SessionID = d.Long()
+	t.Tree.Type = jute.OpCode(d.Int())
+	t.Tree.Time = time
+	t.Timeout = d.Int()
+	nids := int(d.Int())
+	if nids < 0 || nids > d.Remaining()/8 {
+		return nil, fmt.Errorf("bad id count %d", nids)
+	}
+	for i := 0; i < nids && d.Err() == nil; i++ {
+		var id jute.ID
+		id.Decode(d)
+		t.Tree.IDs = append(t.Tree.IDs, id)
+	}
+	body, err := NewBody(t.Tree.Type)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		body.Decode(d)
+		t.Tree.Request = body
+	}
+	return t, d.Err()
+}
+
+// NewBody returns an empty request record for a transaction opcode, nil for
+// opcodes whose transaction has no body, or an error for opcodes that are
+// not transactions.
+func NewBody(op jute.OpCode) (jute.Record, error) {
+	switch op {
+	case jute.OpCreateSession, jute.OpCloseSession:
+		return nil, nil
+	case jute.OpDeleteContainer:
+		return &jute.PathRequest{}, nil
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
+		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpCheck, jute.OpMulti,
+		jute.OpReconfig:
+		return jute.NewRequest(op), nil
+	}
+	return nil, fmt.Errorf("opcode %v is not a transaction", op)
+}
