@@ -33,6 +33,9 @@ var errBadSubject = errors.New("acl: malformed certificate subject")
 // escaped, and non-string values (or values of OID-named types) as '#' and
 // the lowercase hex of their DER encoding.
 func SubjectDN(cert *x509.Certificate) (string, error) {
+	if cert == nil {
+		return "", fmt.Errorf("%w: no certificate", errBadSubject)
+	}
 	var seq []rdnSET
 	rest, err := asn1.Unmarshal(cert.RawSubject, &seq)
 	if err != nil {

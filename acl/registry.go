@@ -36,7 +36,9 @@ type Options struct {
 	SuperDigest string
 	// Providers are added after the built-in ones. As with ZooKeeper's
 	// authProvider.N, a provider whose scheme is already registered replaces
-	// the earlier one (so a custom "digest" overrides the built-in).
+	// the earlier one (so a custom "digest" overrides the built-in). Nil
+	// providers and those with an empty or "auth" scheme are skipped; use
+	// Register to get an error instead.
 	Providers []Provider
 }
 

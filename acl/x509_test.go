@@ -93,6 +93,9 @@ func TestSubjectDN(t *testing.T) {
 }
 
 func TestSubjectDNMalformed(t *testing.T) {
+	if _, err := SubjectDN(nil); err == nil {
+		t.Error("SubjectDN(nil) succeeded")
+	}
 	for _, raw := range [][]byte{nil, {0x30}, {0x30, 0x00, 0x00}, {0x04, 0x00}} {
 		if _, err := SubjectDN(&x509.Certificate{RawSubject: raw}); err == nil {
 			t.Errorf("SubjectDN(%x) succeeded", raw)

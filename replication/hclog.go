@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,6 +21,14 @@ func newHCLogger(l *slog.Logger) hclog.Logger {
 }
 
 func (h *slogHC) log(level slog.Level, msg string, args []interface{}) {
+	for i, a := range args {
+		// hclog.Fmt values are deferred Sprintf calls.
+		if f, ok := a.(hclog.Format); ok && len(f) > 0 {
+			if layout, ok := f[0].(string); ok {
+				args[i] = fmt.Sprintf(layout, f[1:]...)
+			}
+		}
+	}
 	h.l.Log(context.Background(), level, msg, args...)
 }
 

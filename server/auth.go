@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -12,18 +14,22 @@ import (
 
 // newAuthRegistry builds the authentication providers of a server: the
 // built-in schemes, the super digest, and every authProvider.N of zoo.cfg.
-func newAuthRegistry(cfg conf.Config) (*acl.Registry, error) {
-	reg := acl.NewRegistry(acl.Options{SuperDigest: cfg.SuperDigest})
+// A configured provider replaces a built-in of the same scheme, as in
+// ZooKeeper; one this build cannot provide (sasl) is logged and skipped.
+func newAuthRegistry(cfg conf.Config, logger *slog.Logger) (*acl.Registry, error) {
+	var providers []acl.Provider
 	for n, name := range cfg.AuthProviders {
 		p, err := acl.NewProviderByName(name, cfg.Extra)
+		if errors.Is(err, acl.ErrUnsupportedProvider) {
+			logger.Warn("authentication provider not supported; skipped", "key", fmt.Sprintf("authProvider.%d", n), "provider", name)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("server: authProvider.%d: %w", n, err)
 		}
-		if err := reg.Register(p); err != nil {
-			return nil, fmt.Errorf("server: authProvider.%d: %w", n, err)
-		}
+		providers = append(providers, p)
 	}
-	return reg, nil
+	return acl.NewRegistry(acl.Options{SuperDigest: cfg.SuperDigest, Providers: providers}), nil
 }
 
 // initialIDs are the identities every connection starts with: its address.

@@ -79,7 +79,7 @@ func New(opts Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	authReg, err := newAuthRegistry(cfg)
+	authReg, err := newAuthRegistry(cfg, logger)
 	if err != nil {
 		return nil, err
 	}

