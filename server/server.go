@@ -75,6 +75,9 @@ func New(opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Distributed() {
+		return nil, errors.New("server: ensemble configuration (server.N lines) is not supported yet; remove them to run standalone")
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -118,7 +121,7 @@ func New(opts Options) (*Server, error) {
 		InMemory:          opts.InMemory,
 		ForceSync:         cfg.ForceSync,
 		SnapshotThreshold: uint64(cfg.SnapCount),
-		Tree:              datatree.Config{ExtendedTypesEnabled: cfg.ExtendedTypesEnabled, Authorizer: authReg},
+		Tree:              treeConfig(cfg, authReg),
 		Observer:          (*observer)(s),
 		Logger:            logger,
 	})
@@ -127,6 +130,16 @@ func New(opts Options) (*Server, error) {
 	}
 	s.node = node
 	return s, nil
+}
+
+// treeConfig maps the configuration to the tree's: zookeeper.skipACL turns
+// permission checks off (ACL lists are still validated).
+func treeConfig(cfg conf.Config, authReg *acl.Registry) datatree.Config {
+	tc := datatree.Config{ExtendedTypesEnabled: cfg.ExtendedTypesEnabled}
+	if !cfg.SkipACL {
+		tc.Authorizer = authReg
+	}
+	return tc
 }
 
 // Start waits until the replicated state is current, restarts the expiry

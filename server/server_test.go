@@ -1,0 +1,72 @@
+package server
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/zkserverd/zkserverd/jute"
+)
+
+func TestJavaDouble(t *testing.T) {
+	cases := []struct {
+		in   float64
+		want string
+	}{{0, "0.0"}, {3.5, "3.5"}, {3, "3.0"}, {3.54549, "3.5455"}, {0.16666, "0.1667"}, {12345.6, "12345.6"}}
+	for _, c := range cases {
+		if got := javaDouble(c.in); got != c.want {
+			t.Errorf("javaDouble(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestFourLetterWordDetection(t *testing.T) {
+	for _, w := range []string{"ruok", "srvr", "mntr", "stmk", "wchp"} {
+		n := int32(binary.BigEndian.Uint32([]byte(w)))
+		if got, ok := fourLetterWord(n); !ok || got != w {
+			t.Errorf("%s not recognised", w)
+		}
+	}
+	for _, n := range []int32{45, 0, -1, int32(binary.BigEndian.Uint32([]byte("abcd")))} {
+		if _, ok := fourLetterWord(n); ok {
+			t.Errorf("length %d taken for a command", n)
+		}
+	}
+}
+
+func TestCheckMultiKinds(t *testing.T) {
+	read := jute.MultiOp{Type: jute.OpGetData, Request: &jute.PathWatchRequest{Path: "/"}}
+	write := jute.MultiOp{Type: jute.OpDelete, Request: &jute.DeleteRequest{Path: "/a"}}
+	cases := []struct {
+		name     string
+		op       jute.OpCode
+		ops      []jute.MultiOp
+		want     jute.Code
+		withBody bool
+	}{
+		{"multi of writes", jute.OpMulti, []jute.MultiOp{write}, jute.OK, false},
+		{"empty multi", jute.OpMulti, nil, jute.OK, false},
+		{"multi with a read", jute.OpMulti, []jute.MultiOp{write, read}, jute.MarshallingError, false},
+		{"multiRead of reads", jute.OpMultiRead, []jute.MultiOp{read}, jute.OK, false},
+		{"multiRead with a write", jute.OpMultiRead, []jute.MultiOp{read, write}, jute.MarshallingError, true},
+	}
+	for _, c := range cases {
+		code, body := checkMultiKinds(c.op, &jute.MultiRequest{Ops: c.ops})
+		if code != c.want || (body != nil) != c.withBody {
+			t.Errorf("%s: %v body=%v, want %v body=%v", c.name, code, body != nil, c.want, c.withBody)
+		}
+	}
+	if code, _ := checkMultiKinds(jute.OpGetData, &jute.PathWatchRequest{}); code != jute.OK {
+		t.Errorf("non-multi request rejected: %v", code)
+	}
+}
+
+func TestReplyFrameBodyOnlyOnSuccess(t *testing.T) {
+	ok := replyFrame(3, 9, jute.OK, &jute.PathRequest{Path: "/x"})
+	if len(ok) != 4+16+4+2 {
+		t.Fatalf("success frame is %d bytes", len(ok))
+	}
+	bad := replyFrame(3, 9, jute.NoNode, &jute.PathRequest{Path: "/x"})
+	if len(bad) != 4+16 {
+		t.Fatalf("error frame is %d bytes, want the 16-byte header only", len(bad))
+	}
+}
