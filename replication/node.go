@@ -2,7 +2,9 @@ package replication
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"net"
 	"fmt"
 	"log/slog"
 	"os"
@@ -49,6 +51,21 @@ type Config struct {
 	Tree datatree.Config
 	// Observer is told about every applied transaction (may be nil).
 	Observer Observer
+	// Peers lists every member of an ensemble, this one included; empty
+	// means a standalone (single-voter) server.
+	Peers []Peer
+	// ListenAll binds the peer ports on all interfaces
+	// (quorumListenOnAllIPs) instead of the configured host.
+	ListenAll bool
+	// TickTime is the base time unit; raft's election and heartbeat
+	// timeouts derive from it in an ensemble (see raftConfig).
+	TickTime time.Duration
+	// ForwardTimeout bounds one write to or dial of the leader's forwarding
+	// port (initLimit x tickTime in an ensemble).
+	ForwardTimeout time.Duration
+	// OnTouch receives session liveness reports (on the leader), from this
+	// member and from the others.
+	OnTouch func(ids []int64)
 	// Logger receives structured logs (nil: discarded).
 	Logger *slog.Logger
 }
@@ -60,10 +77,13 @@ const (
 	maxBatchBytes = 4 << 20
 )
 
-// proposal is a transaction waiting for the batcher.
+// proposal is a transaction waiting for the batcher. id names the local
+// waiter (0: none, for transactions forwarded by another member); done, if
+// set, learns whether the entry holding it was committed.
 type proposal struct {
 	encoded []byte
 	id      uint64
+	done    func(error)
 }
 
 // Node is one replica: the raft instance, its stores and the FSM.
@@ -75,6 +95,14 @@ type Node struct {
 	waiters *waiters
 	applied *appliedIndex
 	closers []func() error
+	peers   *peerSet
+	fwd     *forwarder
+
+	// fwdMu guards the forwarding listener and the member connections it
+	// accepted, closed together by Close.
+	fwdMu    sync.Mutex
+	fwdLn    net.Listener
+	fwdConns map[net.Conn]struct{}
 
 	nextID    atomic.Uint64
 	proposals chan proposal
@@ -84,13 +112,18 @@ type Node struct {
 	closeOnce sync.Once
 }
 
+// future is what the collector waits on: a raft apply or a forwarded batch.
+type future interface{ Error() error }
+
 type inflightEntry struct {
-	future raft.ApplyFuture
-	ids    []uint64
+	future future
+	props  []proposal
 }
 
-// Open starts a standalone (single-voter) node, bootstrapping a fresh data
-// directory on first use. Call WaitReady before serving clients.
+// Open starts a node, bootstrapping a fresh data directory on first use: a
+// standalone server as a single voter, an ensemble member with the
+// membership of its configuration (every member bootstraps the same
+// membership, which raft allows). Call WaitReady before serving clients.
 func Open(cfg Config) (*Node, error) {
 	if cfg.LogDir == "" {
 		cfg.LogDir = cfg.DataDir
@@ -111,8 +144,13 @@ func Open(cfg Config) (*Node, error) {
 		inflight:  make(chan inflightEntry, 256),
 		stop:      make(chan struct{}),
 	}
+	if cfg.ForwardTimeout <= 0 {
+		n.cfg.ForwardTimeout = 10 * time.Second
+	}
 	n.nextID.Store(uint64(cfg.ServerID)<<56 | uint64(time.Now().UnixNano())&(1<<48-1)<<8)
-	n.fsm = newFSM(cfg.Tree, false, cfg.Observer, n.waiters, n.applied)
+	n.peers = newPeerSet(cfg.Peers)
+	n.fwd = newForwarder(n)
+	n.fsm = newFSM(cfg.Tree, n.clustered(), cfg.Observer, n.waiters, n.applied)
 	if err := n.startRaft(); err != nil {
 		n.closeStores()
 		return nil, err
@@ -123,20 +161,34 @@ func Open(cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// clustered reports whether this node is an ensemble member.
+func (n *Node) clustered() bool { return len(n.cfg.Peers) > 0 }
+
+// self returns this member's entry in the configuration.
+func (n *Node) self() (Peer, bool) {
+	for _, p := range n.cfg.Peers {
+		if p.ID == n.cfg.ServerID {
+			return p, true
+		}
+	}
+	return Peer{}, false
+}
+
 func (n *Node) startRaft() error {
 	rc := raftConfig(n.cfg, n.log)
 	logs, stable, snaps, err := n.openStores(rc)
 	if err != nil {
 		return err
 	}
-	addr, trans := raft.NewInmemTransport(raft.ServerAddress(rc.LocalID))
-	n.closers = append(n.closers, trans.Close)
+	trans, boot, err := n.transport(rc)
+	if err != nil {
+		return err
+	}
 	has, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("replication: inspect state: %w", err)
 	}
 	if !has {
-		boot := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: addr}}}
 		if err := raft.BootstrapCluster(rc, logs, stable, snaps, trans, boot); err != nil {
 			return fmt.Errorf("replication: bootstrap: %w", err)
 		}
@@ -150,15 +202,71 @@ func (n *Node) startRaft() error {
 	return nil
 }
 
+// transport returns the raft transport and the membership to bootstrap: an
+// in-memory transport for a standalone server (it has no peers), TCP on the
+// quorum port for an ensemble member, with peer addresses resolved from this
+// member's own configuration. It also starts the forwarding listener.
+func (n *Node) transport(rc *raft.Config) (raft.Transport, raft.Configuration, error) {
+	if !n.clustered() {
+		addr, trans := raft.NewInmemTransport(raft.ServerAddress(rc.LocalID))
+		n.closers = append(n.closers, trans.Close)
+		return trans, raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: addr}}}, nil
+	}
+	self, ok := n.self()
+	if !ok {
+		return nil, raft.Configuration{}, fmt.Errorf("replication: server id %d is not in the ensemble configuration", n.cfg.ServerID)
+	}
+	raftBind, err := bindAddr(self.RaftAddr, n.cfg.ListenAll)
+	if err != nil {
+		return nil, raft.Configuration{}, err
+	}
+	advertise, err := net.ResolveTCPAddr("tcp", self.RaftAddr)
+	if err != nil {
+		return nil, raft.Configuration{}, fmt.Errorf("replication: resolve %s: %w", self.RaftAddr, err)
+	}
+	trans, err := raft.NewTCPTransportWithConfig(raftBind, advertise, &raft.NetworkTransportConfig{
+		ServerAddressProvider: n.peers,
+		Logger:                rc.Logger,
+		MaxPool:               3,
+		Timeout:               n.cfg.ForwardTimeout,
+	})
+	if err != nil {
+		return nil, raft.Configuration{}, fmt.Errorf("replication: listen on quorum port %s: %w", raftBind, err)
+	}
+	n.closers = append(n.closers, trans.Close)
+	fwdBind, err := bindAddr(self.ForwardAddr, n.cfg.ListenAll)
+	if err != nil {
+		return nil, raft.Configuration{}, err
+	}
+	ln, err := net.Listen("tcp", fwdBind)
+	if err != nil {
+		return nil, raft.Configuration{}, fmt.Errorf("replication: listen on election port %s: %w", fwdBind, err)
+	}
+	n.fwdMu.Lock()
+	n.fwdLn, n.fwdConns = ln, make(map[net.Conn]struct{})
+	n.fwdMu.Unlock()
+	n.wg.Add(1)
+	go n.serveForwarding(ln)
+	return trans, n.peers.configuration(n.cfg.Peers), nil
+}
+
 // raftConfig maps our settings to hashicorp/raft's. A standalone member has
 // no peers to wait for, so its timeouts are short: it elects itself quickly
-// after a restart.
+// after a restart. An ensemble member uses one tickTime as its heartbeat and
+// election timeout (raft randomizes each between 1x and 2x), so a dead
+// leader is replaced within about two to three ticks.
 func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(strconv.FormatInt(cfg.ServerID, 10))
+	rc.LocalID = serverID(cfg.ServerID)
 	rc.HeartbeatTimeout = 100 * time.Millisecond
 	rc.ElectionTimeout = 100 * time.Millisecond
 	rc.LeaderLeaseTimeout = 50 * time.Millisecond
+	if len(cfg.Peers) > 0 {
+		tick := max(cfg.TickTime, 50*time.Millisecond)
+		rc.HeartbeatTimeout = tick
+		rc.ElectionTimeout = tick
+		rc.LeaderLeaseTimeout = tick / 2
+	}
 	rc.CommitTimeout = 5 * time.Millisecond
 	rc.MaxAppendEntries = 256
 	rc.BatchApplyCh = true
@@ -198,9 +306,27 @@ func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raf
 	return store, store, snaps, nil
 }
 
-// WaitReady waits until this member leads and has applied every entry of its
-// log, so reads see all acknowledged writes.
+// WaitReady waits until this member can serve: a standalone server until it
+// leads and has applied its whole log; an ensemble member until a leader is
+// known and it has applied everything the leader had, so reads see all
+// acknowledged writes.
 func (n *Node) WaitReady(ctx context.Context) error {
+	if n.clustered() {
+		for {
+			if _, id := n.raft.LeaderWithID(); id != "" {
+				if err := n.Sync(ctx); err == nil {
+					return nil
+				} else if ctx.Err() != nil {
+					return err
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("replication: no leader: %w", ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
 	for n.raft.State() != raft.Leader {
 		select {
 		case <-ctx.Done():
@@ -245,7 +371,8 @@ func (n *Node) Submit(t *txnlog.Txn) <-chan Outcome {
 
 // batchLoop packs queued proposals into log entries: whatever is waiting when
 // an entry is started goes into it (group commit), and raft batches the
-// entries it receives into one disk write.
+// entries it receives into one disk write. On a follower the batch is
+// forwarded to the leader instead, which puts it into its own entries.
 func (n *Node) batchLoop() {
 	defer n.wg.Done()
 	defer close(n.inflight)
@@ -271,14 +398,51 @@ func (n *Node) batchLoop() {
 			}
 		}
 		buf = buf[:0]
-		ids := make([]uint64, len(batch))
-		for i, p := range batch {
+		for _, p := range batch {
 			buf = append(buf, p.encoded)
-			ids[i] = p.id
 		}
-		entry := txnlog.AssembleEntry(make([]byte, 0, size+16), time.Now().UnixMilli(), buf)
-		n.inflight <- inflightEntry{future: n.raft.Apply(entry, 0), ids: ids}
+		n.inflight <- inflightEntry{future: n.commitBatch(buf, size), props: batch}
 	}
+}
+
+// commitBatch appends a batch to the log (leader) or forwards it (follower).
+func (n *Node) commitBatch(txns [][]byte, size int) future {
+	if !n.clustered() || n.IsLeader() {
+		entry := txnlog.AssembleEntry(make([]byte, 0, size+16), time.Now().UnixMilli(), txns)
+		return n.raft.Apply(entry, 0)
+	}
+	return &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(txns))}
+}
+
+// enqueueForwarded puts transactions forwarded by another member into this
+// leader's batcher and returns a channel that reports whether all of them
+// were committed.
+func (n *Node) enqueueForwarded(txns [][]byte) <-chan error {
+	ch := make(chan error, 1)
+	if len(txns) == 0 {
+		ch <- nil
+		return ch
+	}
+	var mu sync.Mutex
+	remaining, first := len(txns), error(nil)
+	done := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && first == nil {
+			first = err
+		}
+		if remaining--; remaining == 0 {
+			ch <- first
+		}
+	}
+	for _, t := range txns {
+		select {
+		case n.proposals <- proposal{encoded: t, done: done}:
+		case <-n.stop:
+			done(ErrClosed)
+		}
+	}
+	return ch
 }
 
 // collectLoop waits for each entry's future in order and fails the
@@ -286,10 +450,16 @@ func (n *Node) batchLoop() {
 func (n *Node) collectLoop() {
 	defer n.wg.Done()
 	for e := range n.inflight {
-		if err := e.future.Error(); err != nil {
-			n.log.Warn("log entry not committed", "err", err, "txns", len(e.ids))
-			for _, id := range e.ids {
-				n.waiters.trigger(id, Outcome{Err: fmt.Errorf("%w: %v", ErrNotReplicated, err)})
+		err := e.future.Error()
+		if err != nil {
+			n.log.Warn("writes not committed", "err", err, "txns", len(e.props))
+		}
+		for _, p := range e.props {
+			if p.done != nil {
+				p.done(err)
+			}
+			if err != nil {
+				n.waiters.trigger(p.id, Outcome{Err: fmt.Errorf("%w: %v", ErrNotReplicated, err)})
 			}
 		}
 	}
@@ -299,6 +469,9 @@ func (n *Node) failQueued() {
 	for {
 		select {
 		case p := <-n.proposals:
+			if p.done != nil {
+				p.done(ErrClosed)
+			}
 			n.waiters.trigger(p.id, Outcome{Err: ErrClosed})
 		default:
 			return
@@ -310,8 +483,73 @@ func (n *Node) failQueued() {
 // its log when Sync was called: a read after Sync sees every write committed
 // before it.
 func (n *Node) Sync(ctx context.Context) error {
-	return n.WaitApplied(ctx, n.raft.LastIndex())
+	if !n.clustered() || n.IsLeader() {
+		return n.WaitApplied(ctx, n.raft.LastIndex())
+	}
+	var res fwdResult
+	select {
+	case res = <-n.fwd.call(fwdSync, nil):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if res.err != nil {
+		return fmt.Errorf("replication: sync with leader: %w", res.err)
+	}
+	if len(res.body) != 8 {
+		return errors.New("replication: malformed sync response")
+	}
+	return n.WaitApplied(ctx, binary.BigEndian.Uint64(res.body))
 }
+
+// Touch reports that sessions are alive: to the local OnTouch on the leader
+// (or a standalone server), else to the leader over the forwarding port.
+// Reports to an unreachable leader are dropped; the next batch repeats them.
+func (n *Node) Touch(ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	if !n.clustered() || n.IsLeader() {
+		if n.cfg.OnTouch != nil {
+			n.cfg.OnTouch(ids)
+		}
+		return
+	}
+	n.fwd.call(fwdTouch, encodeIDs(ids))
+}
+
+// LeaderCh delivers true when this member becomes leader and false when it
+// stops leading (the latest value is kept if nobody is reading).
+func (n *Node) LeaderCh() <-chan bool { return n.raft.LeaderCh() }
+
+// Role is this member's role as ZooKeeper's Mode line names it.
+func (n *Node) Role() string {
+	if !n.clustered() {
+		return "standalone"
+	}
+	switch n.raft.State() {
+	case raft.Leader:
+		return "leader"
+	case raft.Follower:
+		if self, _ := n.self(); self.Observer {
+			return "observer"
+		}
+		return "follower"
+	}
+	return "looking"
+}
+
+// Leader returns the current leader's server id, or 0 when none is known.
+func (n *Node) Leader() int64 {
+	_, id := n.raft.LeaderWithID()
+	v, err := strconv.ParseInt(string(id), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// Clustered reports whether this node is an ensemble member.
+func (n *Node) Clustered() bool { return n.clustered() }
 
 // WaitApplied waits until the applied index reaches index.
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
@@ -356,6 +594,8 @@ func (n *Node) Close() error {
 	var err error
 	n.closeOnce.Do(func() {
 		close(n.stop)
+		n.fwd.close()
+		n.closeListeners()
 		n.wg.Wait()
 		n.failQueued()
 		if n.raft != nil {
@@ -364,6 +604,35 @@ func (n *Node) Close() error {
 		n.closeStores()
 	})
 	return err
+}
+
+// closeListeners stops the forwarding listener and its connections.
+func (n *Node) closeListeners() {
+	n.fwdMu.Lock()
+	defer n.fwdMu.Unlock()
+	if n.fwdLn != nil {
+		n.fwdLn.Close()
+	}
+	for c := range n.fwdConns {
+		c.Close()
+	}
+	n.fwdConns = nil
+}
+
+// trackForwardConn registers an accepted member connection; false when the
+// node is closing.
+func (n *Node) trackForwardConn(c net.Conn, add bool) bool {
+	n.fwdMu.Lock()
+	defer n.fwdMu.Unlock()
+	if n.fwdConns == nil {
+		return false
+	}
+	if add {
+		n.fwdConns[c] = struct{}{}
+	} else {
+		delete(n.fwdConns, c)
+	}
+	return true
 }
 
 func (n *Node) closeStores() {

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -165,6 +166,10 @@ func (c *conn) handshake() bool {
 		c.log.Warn("bad connect frame; closing", "err", err)
 		return false
 	}
+	if !c.s.serving.Load() {
+		c.log.Info("not serving yet (no quorum or catching up); closing")
+		return false
+	}
 	var req jute.ConnectRequest
 	d := jute.NewDecoder(payload)
 	req.Decode(d)
@@ -179,9 +184,9 @@ func (c *conn) handshake() bool {
 // connect creates or resumes the session of a ConnectRequest.
 func (c *conn) connect(req *jute.ConnectRequest) bool {
 	s := c.s
-	if last := s.node.LastZxid(); req.LastZxidSeen > last {
+	if !c.caughtUpTo(req.LastZxidSeen) {
 		c.log.Warn("client has seen a newer zxid than this server; closing",
-			"client_zxid", hexID(req.LastZxidSeen), "server_zxid", hexID(last))
+			"client_zxid", hexID(req.LastZxidSeen), "server_zxid", hexID(s.node.LastZxid()))
 		return false
 	}
 	timeout := session.Negotiate(req.TimeOut, int32(s.cfg.EffectiveMinSessionTimeout()), int32(s.cfg.EffectiveMaxSessionTimeout()))
@@ -189,6 +194,23 @@ func (c *conn) connect(req *jute.ConnectRequest) bool {
 		return c.createSession(req, timeout)
 	}
 	return c.resumeSession(req, timeout)
+}
+
+// caughtUpTo reports whether this member has applied zxid. An ensemble
+// member that is behind first syncs with the leader (bounded by syncLimit
+// ticks) instead of sending the client elsewhere at once; ZooKeeper closes
+// the connection, which is what happens if the sync does not help.
+func (c *conn) caughtUpTo(zxid int64) bool {
+	if zxid <= c.s.node.LastZxid() {
+		return true
+	}
+	if !c.s.node.Clustered() {
+		return false
+	}
+	limit := time.Duration(max(c.s.cfg.SyncLimit, 1)*c.s.cfg.TickTime) * time.Millisecond
+	ctx, cancel := context.WithTimeout(c.s.ctx, limit)
+	defer cancel()
+	return c.s.node.Sync(ctx) == nil && zxid <= c.s.node.LastZxid()
 }
 
 func (c *conn) createSession(req *jute.ConnectRequest, timeout int32) bool {
@@ -301,7 +323,7 @@ func (c *conn) handle(payload []byte) bool {
 	c.recv.Add(1)
 	c.s.stats.packetsReceived.Add(1)
 	sid := c.sessionID.Load()
-	c.s.tracker.Touch(sid)
+	c.s.touch(sid)
 	now := time.Now()
 	d := jute.NewDecoder(payload)
 	var h jute.RequestHeader

@@ -54,6 +54,21 @@ func (c *conn) runFourLetterWord(cmd string) {
 // fourLetter renders one command. self is the asking connection (stmk reads
 // its mask from it).
 func (s *Server) fourLetter(cmd string, w *strings.Builder, self *conn) {
+	if !s.serving.Load() {
+		switch cmd {
+		case "ruok":
+			w.WriteString("imok")
+		case "isro":
+			w.WriteString("null")
+		case "envi":
+			s.writeEnvi(w)
+		case "gtmk":
+			w.WriteString(strconv.Itoa(traceMask))
+		default:
+			w.WriteString(notServing)
+		}
+		return
+	}
 	switch cmd {
 	case "ruok":
 		w.WriteString("imok")
@@ -131,7 +146,7 @@ func (s *Server) writeSrvr(w *strings.Builder, withClients bool) {
 
 // mode is the server's role as srvr's Mode line and mntr's
 // zk_server_state show it.
-func (s *Server) mode() string { return "standalone" }
+func (s *Server) mode() string { return s.node.Role() }
 
 // nodeCount is ZooKeeper's node count: the root is counted twice there
 // (stored under "" and "/"), so it is one more than the number of znodes.

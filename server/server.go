@@ -8,8 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkserverd/zkserverd/acl"
@@ -50,6 +50,8 @@ type Server struct {
 	auth     *acl.Registry
 	watches  *watch.Registry
 	stats    *serverStats
+	touches  toucher
+	serving  atomic.Bool
 	started  time.Time
 	dataDir  string
 	logDir   string
@@ -75,9 +77,6 @@ func New(opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Distributed() {
-		return nil, errors.New("server: ensemble configuration (server.N lines) is not supported yet; remove them to run standalone")
-	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -92,7 +91,7 @@ func New(opts Options) (*Server, error) {
 		auth:      authReg,
 		watches:   watch.NewRegistry(),
 		stats:     newServerStats(),
-		serverID:  1,
+		serverID:  max(cfg.MyID, 1),
 		conns:     make(map[*conn]struct{}),
 		bySession: make(map[int64]*conn),
 		perIP:     make(map[string]int),
@@ -124,6 +123,11 @@ func New(opts Options) (*Server, error) {
 		Tree:              treeConfig(cfg, authReg),
 		Observer:          (*observer)(s),
 		Logger:            logger,
+		Peers:             peersOf(cfg),
+		ListenAll:         cfg.QuorumListenOnAllIPs,
+		TickTime:          time.Duration(cfg.TickTime) * time.Millisecond,
+		ForwardTimeout:    time.Duration(cfg.InitLimit*cfg.TickTime) * time.Millisecond,
+		OnTouch:           s.onTouch,
 	})
 	if err != nil {
 		return nil, err
@@ -142,31 +146,64 @@ func treeConfig(cfg conf.Config, authReg *acl.Registry) datatree.Config {
 	return tc
 }
 
-// Start waits until the replicated state is current, restarts the expiry
-// clock of every known session, and begins accepting clients on the
-// configured address. It returns once the listener is open.
+// Start opens the client port and serves. A standalone server first waits
+// until its replicated state is current; an ensemble member returns at once
+// and refuses clients until it has a quorum and has caught up (use
+// WaitServing to wait for that).
 func (s *Server) Start(ctx context.Context) error {
-	readyCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	if err := s.node.WaitReady(readyCtx); err != nil {
-		return err
-	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	for _, info := range s.node.Sessions().All() {
-		s.tracker.Add(info.ID, time.Duration(info.Timeout)*time.Millisecond)
+	if !s.node.Clustered() {
+		readyCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if err := s.node.WaitReady(readyCtx); err != nil {
+			return err
+		}
 	}
-	addr := net.JoinHostPort(s.cfg.ClientPortAddress, strconv.Itoa(s.cfg.ClientPort))
+	s.restartSessionClocks()
+	addr := s.cfg.ClientAddr()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("server: listen on %s: %w", addr, err)
 	}
 	s.ln = ln
 	s.started = time.Now()
-	s.wg.Add(2)
-	go func() { defer s.wg.Done(); s.tracker.Run(s.ctx) }()
-	go func() { defer s.wg.Done(); s.acceptLoop() }()
-	s.log.Info("serving clients", "addr", ln.Addr().String(), "zxid", fmt.Sprintf("0x%x", s.node.LastZxid()))
+	s.goAndTrack(func() { s.tracker.Run(s.ctx) })
+	s.goAndTrack(s.acceptLoop)
+	if s.node.Clustered() {
+		s.goAndTrack(func() { s.reportTouches(s.ctx) })
+		s.goAndTrack(func() { s.followLeadership(s.ctx) })
+		s.goAndTrack(func() { s.waitServing(s.ctx) })
+	} else {
+		s.markServing()
+	}
+	s.log.Info("client port open", "addr", ln.Addr().String())
 	return nil
+}
+
+// goAndTrack runs f in a goroutine that Close waits for.
+func (s *Server) goAndTrack(f func()) {
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); f() }()
+}
+
+// WaitServing waits until the server accepts clients (quorum reached and
+// caught up).
+func (s *Server) WaitServing(ctx context.Context) error {
+	for !s.serving.Load() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// onTouch is the leader's receiver of liveness reports.
+func (s *Server) onTouch(ids []int64) {
+	for _, id := range ids {
+		s.tracker.Touch(id)
+	}
 }
 
 // Addr returns the client listener's address (after Start).
@@ -261,6 +298,9 @@ func (s *Server) connections() []*conn {
 // expireSessions is the tracker's callback: each expired session becomes a
 // closeSession transaction; the apply hook closes its connection.
 func (s *Server) expireSessions(ids []int64) {
+	if s.node.Clustered() && !s.node.IsLeader() {
+		return // only the leader expires sessions
+	}
 	for _, id := range ids {
 		s.log.Info("session expired", "session", fmt.Sprintf("0x%x", id))
 		s.node.Submit(&txnlog.Txn{Tree: datatree.Txn{Type: jute.OpCloseSession, SessionID: id}})

@@ -1,0 +1,228 @@
+package replication
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/txnlog"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+type testCluster struct {
+	t     *testing.T
+	peers []Peer
+	dirs  []string
+	nodes []*Node
+}
+
+// newTestCluster starts members on loopback; observers lists ids that join
+// as non-voting observers.
+func newTestCluster(t *testing.T, size int, observers ...int64) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t}
+	for i := 1; i <= size; i++ {
+		p := Peer{ID: int64(i), RaftAddr: freeAddr(t), ForwardAddr: freeAddr(t)}
+		for _, o := range observers {
+			p.Observer = p.Observer || o == p.ID
+		}
+		c.peers = append(c.peers, p)
+		c.dirs = append(c.dirs, t.TempDir())
+	}
+	c.nodes = make([]*Node, size)
+	for i := range c.nodes {
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			if n != nil {
+				n.Close()
+			}
+		}
+	})
+	for i := range c.nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		if err := c.nodes[i].WaitReady(ctx); err != nil {
+			cancel()
+			t.Fatalf("member %d not ready: %v", i+1, err)
+		}
+		cancel()
+	}
+	return c
+}
+
+func (c *testCluster) start(i int) {
+	n, err := Open(Config{ServerID: int64(i + 1), DataDir: c.dirs[i], ForceSync: true, Peers: c.peers,
+		TickTime: 100 * time.Millisecond, ForwardTimeout: 2 * time.Second, SnapshotThreshold: 32, TrailingLogs: 8})
+	if err != nil {
+		c.t.Fatalf("open member %d: %v", i+1, err)
+	}
+	c.nodes[i] = n
+}
+
+func (c *testCluster) leader() int {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, n := range c.nodes {
+			if n != nil && n.IsLeader() {
+				return i
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatal("no leader within 10s")
+	return -1
+}
+
+// converged waits until every live member holds the same tree.
+func (c *testCluster) converged() {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var first []byte
+		same := true
+		for _, n := range c.nodes {
+			if n == nil {
+				continue
+			}
+			var b bytes.Buffer
+			n.Tree().WriteSnapshot(&b)
+			if first == nil {
+				first = b.Bytes()
+			} else if !bytes.Equal(first, b.Bytes()) {
+				same = false
+			}
+		}
+		if same {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatal("members did not converge within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestClusterReplicatesForwardedWrites(t *testing.T) {
+	c := newTestCluster(t, 3)
+	lead := c.leader()
+	follower := (lead + 1) % 3
+	var zxids []int64
+	for i := 0; i < 20; i++ {
+		o := await(t, c.nodes[follower].Submit(createTxn(fmt.Sprintf("/f%d", i))))
+		if o.Err != nil || o.Result.Err != jute.OK {
+			t.Fatalf("forwarded write %d: %+v", i, o)
+		}
+		zxids = append(zxids, o.Zxid)
+	}
+	for i := 1; i < len(zxids); i++ {
+		if zxids[i] != zxids[i-1]+1 {
+			t.Fatalf("zxids not consecutive: %v", zxids)
+		}
+	}
+	if zxids[0]>>32 == 0 {
+		t.Fatalf("ensemble zxid %#x has epoch 0", zxids[0])
+	}
+	// The proposer has applied its own write when its outcome arrives.
+	if _, _, code := c.nodes[follower].Tree().GetData("/f19", nil, nil); code != jute.OK {
+		t.Fatalf("follower cannot read its own write: %v", code)
+	}
+	c.converged()
+}
+
+func TestClusterSyncIsABarrier(t *testing.T) {
+	c := newTestCluster(t, 3)
+	lead := c.leader()
+	follower := (lead + 1) % 3
+	await(t, c.nodes[lead].Submit(createTxn("/synced")))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.nodes[follower].Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, code := c.nodes[follower].Tree().GetData("/synced", nil, nil); code != jute.OK {
+		t.Fatalf("read after sync on a follower: %v", code)
+	}
+}
+
+func TestClusterLeaderFailover(t *testing.T) {
+	c := newTestCluster(t, 3)
+	lead := c.leader()
+	await(t, c.nodes[lead].Submit(createTxn("/before")))
+	c.nodes[lead].Close()
+	c.nodes[lead] = nil
+	start := time.Now()
+	newLead := c.leader()
+	t.Logf("new leader after %v", time.Since(start))
+	if newLead == lead {
+		t.Fatal("closed member still leads")
+	}
+	other := 3 - lead - newLead
+	o := await(t, c.nodes[other].Submit(createTxn("/after")))
+	if o.Err != nil || o.Result.Err != jute.OK {
+		// The follower may still point at the old leader for one attempt.
+		o = await(t, c.nodes[other].Submit(createTxn("/after")))
+		if o.Err != nil || o.Result.Err != jute.OK {
+			t.Fatalf("write after failover: %+v", o)
+		}
+	}
+	c.converged()
+	// The old leader comes back, catches up (by log or snapshot) and agrees.
+	c.start(lead)
+	for i := 0; i < 50; i++ {
+		await(t, c.nodes[newLead].Submit(createTxn(fmt.Sprintf("/more%d", i))))
+	}
+	c.converged()
+}
+
+func TestClusterMinorityStopsWriting(t *testing.T) {
+	c := newTestCluster(t, 3)
+	lead := c.leader()
+	for i := range c.nodes {
+		if i != lead {
+			c.nodes[i].Close()
+			c.nodes[i] = nil
+		}
+	}
+	sid := int64(0x0100000000000009)
+	ch := c.nodes[lead].Submit(&txnlog.Txn{Timeout: 4000, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: sid}})
+	select {
+	case o := <-ch:
+		if o.Err == nil {
+			t.Fatalf("a leader without quorum committed a write: %+v", o)
+		}
+	case <-time.After(3 * time.Second):
+		// Still pending: not committed, which is what matters.
+	}
+}
+
+func TestClusterObserverServesReads(t *testing.T) {
+	c := newTestCluster(t, 4, 4)
+	obs := c.nodes[3]
+	if obs.Role() != "observer" {
+		t.Fatalf("member 4 role %q, want observer", obs.Role())
+	}
+	o := await(t, obs.Submit(createTxn("/from-observer")))
+	if o.Err != nil || o.Result.Err != jute.OK {
+		t.Fatalf("write through an observer: %+v", o)
+	}
+	if _, _, code := obs.Tree().GetData("/from-observer", nil, nil); code != jute.OK {
+		t.Fatalf("observer read: %v", code)
+	}
+	c.converged()
+}

@@ -1,0 +1,342 @@
+package replication
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/zkserverd/zkserverd/jute"
+)
+
+// The forwarding protocol runs on the election port between a member and the
+// leader. Frames are length-prefixed:
+//
+//	request:  int32 len | byte kind | int64 seq | body
+//	response: int32 len | int64 seq | byte status | body
+//
+// Responses come back in request order on a connection, so one connection
+// per member keeps that member's writes in submission order.
+const (
+	fwdPropose byte = 1 // body: int32 n, n × buffer (encoded txns); response after commit
+	fwdSync    byte = 2 // no body; response body: int64 leader's last log index
+	fwdTouch   byte = 3 // body: int32 n, n × int64 session ids; response immediate
+
+	fwdOK        byte = 0
+	fwdNotLeader byte = 1
+	fwdFailed    byte = 2
+
+	// maxForwardFrame bounds a forwarding frame (a batch of transactions).
+	maxForwardFrame = 64 << 20
+)
+
+// Errors of the forwarding path.
+var (
+	// ErrNoLeader is returned when no leader is known (no quorum).
+	ErrNoLeader = errors.New("replication: no leader")
+	// errForwardFailed reports that the leader did not commit a batch.
+	errForwardFailed = errors.New("replication: leader did not commit forwarded writes")
+)
+
+// fwdResult is the outcome of one forwarding request.
+type fwdResult struct {
+	body []byte
+	err  error
+}
+
+// fwdFuture adapts a forwarding result to the shape of a raft future.
+type fwdFuture struct {
+	ch   <-chan fwdResult
+	once sync.Once
+	res  fwdResult
+}
+
+func (f *fwdFuture) Error() error {
+	f.once.Do(func() { f.res = <-f.ch })
+	return f.res.err
+}
+
+// errorFuture is a future that has already failed.
+type errorFuture struct{ err error }
+
+func (f errorFuture) Error() error { return f.err }
+
+// forwarder is a follower's connection to the leader. mu guards conn,
+// connLeader, seq and pending.
+type forwarder struct {
+	n       *Node
+	mu      sync.Mutex
+	conn    net.Conn
+	connFor raft.ServerID
+	seq     int64
+	pending []pendingCall // in request order
+}
+
+type pendingCall struct {
+	seq int64
+	ch  chan fwdResult
+}
+
+func newForwarder(n *Node) *forwarder { return &forwarder{n: n} }
+
+// call sends one request to the current leader and returns a channel for
+// its response.
+func (f *forwarder) call(kind byte, body []byte) <-chan fwdResult {
+	ch := make(chan fwdResult, 1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.ensureConnLocked(); err != nil {
+		ch <- fwdResult{err: err}
+		return ch
+	}
+	f.seq++
+	frame := make([]byte, 4, 13+len(body))
+	frame = append(frame, kind)
+	frame = binary.BigEndian.AppendUint64(frame, uint64(f.seq))
+	frame = append(frame, body...)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	f.conn.SetWriteDeadline(time.Now().Add(f.n.cfg.ForwardTimeout))
+	if _, err := f.conn.Write(frame); err != nil {
+		f.resetLocked(fmt.Errorf("replication: forward to leader: %w", err))
+		ch <- fwdResult{err: err}
+		return ch
+	}
+	f.pending = append(f.pending, pendingCall{seq: f.seq, ch: ch})
+	return ch
+}
+
+// ensureConnLocked makes sure conn goes to the current leader.
+func (f *forwarder) ensureConnLocked() error {
+	_, leader := f.n.raft.LeaderWithID()
+	if leader == "" {
+		f.resetLocked(ErrNoLeader)
+		return ErrNoLeader
+	}
+	if f.conn != nil && f.connFor == leader {
+		return nil
+	}
+	f.resetLocked(fmt.Errorf("replication: leader changed to %s", leader))
+	addr, ok := f.n.peers.forwardAddr(leader)
+	if !ok {
+		return fmt.Errorf("replication: leader %s is not in this member's configuration", leader)
+	}
+	c, err := net.DialTimeout("tcp", addr, f.n.cfg.ForwardTimeout)
+	if err != nil {
+		return fmt.Errorf("replication: dial leader %s at %s: %w", leader, addr, err)
+	}
+	f.conn, f.connFor = c, leader
+	go f.readLoop(c)
+	return nil
+}
+
+// resetLocked drops the connection and fails every pending call.
+func (f *forwarder) resetLocked(err error) {
+	if f.conn != nil {
+		f.conn.Close()
+		f.conn = nil
+	}
+	for _, p := range f.pending {
+		p.ch <- fwdResult{err: err}
+	}
+	f.pending = nil
+}
+
+// readLoop delivers the responses of one connection in order.
+func (f *forwarder) readLoop(c net.Conn) {
+	br := bufio.NewReader(c)
+	for {
+		frame, err := jute.ReadFrame(br, maxForwardFrame, nil)
+		if err == nil && len(frame) < 9 {
+			err = errors.New("short response")
+		}
+		f.mu.Lock()
+		if f.conn != c {
+			f.mu.Unlock()
+			return
+		}
+		if err != nil {
+			f.resetLocked(fmt.Errorf("replication: leader connection: %w", err))
+			f.mu.Unlock()
+			return
+		}
+		seq := int64(binary.BigEndian.Uint64(frame))
+		if len(f.pending) == 0 || f.pending[0].seq != seq {
+			f.resetLocked(errors.New("replication: forwarding responses out of order"))
+			f.mu.Unlock()
+			return
+		}
+		p := f.pending[0]
+		f.pending = f.pending[1:]
+		f.mu.Unlock()
+		switch frame[8] {
+		case fwdOK:
+			p.ch <- fwdResult{body: frame[9:]}
+		case fwdNotLeader:
+			p.ch <- fwdResult{err: ErrNoLeader}
+		default:
+			p.ch <- fwdResult{err: errForwardFailed}
+		}
+	}
+}
+
+func (f *forwarder) close() {
+	f.mu.Lock()
+	f.resetLocked(ErrClosed)
+	f.mu.Unlock()
+}
+
+// serveForwarding accepts member connections on the election port.
+func (n *Node) serveForwarding(ln net.Listener) {
+	defer n.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); n.serveForwardConn(c) }()
+	}
+}
+
+// fwdReply is a response waiting for its turn on a connection.
+type fwdReply struct {
+	seq    int64
+	wait   <-chan error // nil: ready now
+	status byte
+	body   []byte
+}
+
+// serveForwardConn handles one member's requests: proposals go into this
+// leader's batcher in arrival order; replies leave in the same order.
+func (n *Node) serveForwardConn(c net.Conn) {
+	defer c.Close()
+	if !n.trackForwardConn(c, true) {
+		return
+	}
+	defer n.trackForwardConn(c, false)
+	replies := make(chan fwdReply, 1024)
+	done := make(chan struct{})
+	go func() { defer close(done); n.writeForwardReplies(c, replies) }()
+	defer func() { close(replies); <-done }()
+	br := bufio.NewReaderSize(c, 64<<10)
+	for {
+		frame, err := jute.ReadFrame(br, maxForwardFrame, nil)
+		if err != nil || len(frame) < 9 {
+			return
+		}
+		kind, seq, body := frame[0], int64(binary.BigEndian.Uint64(frame[1:])), frame[9:]
+		select {
+		case replies <- n.handleForward(kind, seq, body):
+		case <-n.stop:
+			return
+		}
+	}
+}
+
+func (n *Node) handleForward(kind byte, seq int64, body []byte) fwdReply {
+	r := fwdReply{seq: seq}
+	switch kind {
+	case fwdTouch:
+		ids, err := decodeIDs(body)
+		if err == nil && n.cfg.OnTouch != nil {
+			n.cfg.OnTouch(ids)
+		}
+		return r
+	case fwdSync:
+		if !n.IsLeader() {
+			r.status = fwdNotLeader
+			return r
+		}
+		r.body = binary.BigEndian.AppendUint64(nil, n.raft.LastIndex())
+		return r
+	case fwdPropose:
+		if !n.IsLeader() {
+			r.status = fwdNotLeader
+			return r
+		}
+		txns, err := decodeBatch(body)
+		if err != nil {
+			n.log.Warn("bad forwarded batch", "err", err)
+			r.status = fwdFailed
+			return r
+		}
+		r.wait = n.enqueueForwarded(txns)
+		return r
+	}
+	r.status = fwdFailed
+	return r
+}
+
+func (n *Node) writeForwardReplies(c net.Conn, replies <-chan fwdReply) {
+	bw := bufio.NewWriter(c)
+	for r := range replies {
+		if r.wait != nil {
+			if err := <-r.wait; err != nil {
+				r.status = fwdFailed
+			}
+		}
+		frame := make([]byte, 4, 13+len(r.body))
+		frame = binary.BigEndian.AppendUint64(frame, uint64(r.seq))
+		frame = append(frame, r.status)
+		frame = append(frame, r.body...)
+		binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+		bw.Write(frame)
+		if len(replies) == 0 {
+			c.SetWriteDeadline(time.Now().Add(n.cfg.ForwardTimeout))
+			if bw.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+// encodeBatch / decodeBatch frame a list of encoded transactions.
+func encodeBatch(txns [][]byte) []byte {
+	e := jute.NewEncoder(nil)
+	e.Int(int32(len(txns)))
+	for _, t := range txns {
+		e.Buffer(t)
+	}
+	return e.Bytes()
+}
+
+func decodeBatch(b []byte) ([][]byte, error) {
+	d := jute.NewDecoder(b)
+	n := int(d.Int())
+	if n < 0 || n > d.Remaining()/4 {
+		return nil, fmt.Errorf("bad batch count %d", n)
+	}
+	out := make([][]byte, 0, n)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		out = append(out, d.Buffer())
+	}
+	return out, d.Finish(true)
+}
+
+func encodeIDs(ids []int64) []byte {
+	e := jute.NewEncoder(nil)
+	e.Int(int32(len(ids)))
+	for _, id := range ids {
+		e.Long(id)
+	}
+	return e.Bytes()
+}
+
+func decodeIDs(b []byte) ([]int64, error) {
+	d := jute.NewDecoder(b)
+	n := int(d.Int())
+	if n < 0 || n > d.Remaining()/8 {
+		return nil, fmt.Errorf("bad id count %d", n)
+	}
+	out := make([]int64, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, d.Long())
+	}
+	return out, d.Finish(true)
+}
+

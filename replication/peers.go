@@ -1,0 +1,81 @@
+package replication
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/hashicorp/raft"
+)
+
+// Peer is one member of an ensemble as this member's configuration names it
+// (zoo.cfg server.N). RaftAddr (the quorum port) carries raft traffic;
+// ForwardAddr (the election port) carries write forwarding, sync barriers and
+// session liveness reports to the leader.
+type Peer struct {
+	ID          int64
+	RaftAddr    string
+	ForwardAddr string
+	Observer    bool
+}
+
+// peerSet resolves member ids to the addresses written in this member's own
+// configuration, never to addresses replicated from elsewhere, so that any
+// link can be routed through a proxy or a changed address.
+type peerSet struct {
+	byID map[raft.ServerID]Peer
+}
+
+var _ raft.ServerAddressProvider = (*peerSet)(nil)
+
+func newPeerSet(peers []Peer) *peerSet {
+	ps := &peerSet{byID: make(map[raft.ServerID]Peer, len(peers))}
+	for _, p := range peers {
+		ps.byID[serverID(p.ID)] = p
+	}
+	return ps
+}
+
+// ServerAddr implements raft.ServerAddressProvider.
+func (ps *peerSet) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	p, ok := ps.byID[id]
+	if !ok {
+		return "", fmt.Errorf("replication: no address configured for server %s", id)
+	}
+	return raft.ServerAddress(p.RaftAddr), nil
+}
+
+// forwardAddr returns the forwarding address of member id.
+func (ps *peerSet) forwardAddr(id raft.ServerID) (string, bool) {
+	p, ok := ps.byID[id]
+	return p.ForwardAddr, ok
+}
+
+// configuration is the raft membership a fresh ensemble bootstraps with:
+// participants vote, observers do not.
+func (ps *peerSet) configuration(peers []Peer) raft.Configuration {
+	var c raft.Configuration
+	for _, p := range peers {
+		suffrage := raft.Voter
+		if p.Observer {
+			suffrage = raft.Nonvoter
+		}
+		c.Servers = append(c.Servers, raft.Server{Suffrage: suffrage, ID: serverID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+	}
+	return c
+}
+
+func serverID(id int64) raft.ServerID { return raft.ServerID(strconv.FormatInt(id, 10)) }
+
+// bindAddr turns a configured host:port into the address to listen on: the
+// port on all interfaces when listenAll is set.
+func bindAddr(addr string, listenAll bool) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("replication: bad address %q: %w", addr, err)
+	}
+	if listenAll {
+		host = ""
+	}
+	return net.JoinHostPort(host, port), nil
+}

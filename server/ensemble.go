@@ -1,0 +1,157 @@
+package server
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/replication"
+)
+
+// peersOf turns zoo.cfg server.N lines into replication peers: the quorum
+// port carries raft, the election port carries write forwarding.
+func peersOf(cfg conf.Config) []replication.Peer {
+	if !cfg.Distributed() {
+		return nil
+	}
+	peers := make([]replication.Peer, 0, len(cfg.Servers))
+	for _, s := range cfg.Servers {
+		peers = append(peers, replication.Peer{
+			ID:          s.ID,
+			RaftAddr:    net.JoinHostPort(s.Host, strconv.Itoa(s.PeerPort)),
+			ForwardAddr: net.JoinHostPort(s.Host, strconv.Itoa(s.ElectionPort)),
+			Observer:    s.Observer,
+		})
+	}
+	return peers
+}
+
+// dynamicConfigText is /zookeeper/config's data on an ensemble member:
+// one server line per member and the config version, "\n"-separated with
+// no trailing newline, as ZooKeeper writes it.
+func dynamicConfigText(cfg conf.Config) []byte {
+	if !cfg.Distributed() {
+		return nil
+	}
+	var b strings.Builder
+	for _, s := range cfg.Servers {
+		b.WriteString("server." + strconv.FormatInt(s.ID, 10) + "=" + s.String() + "\n")
+	}
+	b.WriteString("version=" + strconv.FormatInt(cfg.ConfigVersion, 16))
+	return []byte(b.String())
+}
+
+// toucher collects the sessions that showed activity on this member and
+// reports them to the leader in batches (every half tick), as ZooKeeper's
+// learners do with their pings. mu guards pending.
+type toucher struct {
+	mu      sync.Mutex
+	pending map[int64]struct{}
+}
+
+func (t *toucher) add(id int64) {
+	t.mu.Lock()
+	if t.pending == nil {
+		t.pending = make(map[int64]struct{})
+	}
+	t.pending[id] = struct{}{}
+	t.mu.Unlock()
+}
+
+func (t *toucher) take() []int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ids := make([]int64, 0, len(t.pending))
+	for id := range t.pending {
+		ids = append(ids, id)
+	}
+	t.pending = nil
+	return ids
+}
+
+// touch records activity of session sid. The leader (and a standalone
+// server) refreshes its expiry clock at once; other members batch.
+func (s *Server) touch(sid int64) {
+	if sid == 0 {
+		return
+	}
+	if !s.node.Clustered() || s.node.IsLeader() {
+		s.tracker.Touch(sid)
+		return
+	}
+	s.touches.add(sid)
+}
+
+// reportTouches sends the batched liveness reports to the leader until ctx
+// ends. Sessions connected here are reported every round even when idle
+// only if they sent something; clients ping at a third of their timeout.
+func (s *Server) reportTouches(ctx context.Context) {
+	tick := time.NewTicker(time.Duration(s.cfg.TickTime) * time.Millisecond / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			s.node.Touch(s.touches.take())
+		}
+	}
+}
+
+// followLeadership restarts the expiry clock of every session when this
+// member becomes leader: a new leader gives every session a full timeout
+// before expiring any, since it has not seen their recent touches.
+func (s *Server) followLeadership(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case leading := <-s.node.LeaderCh():
+			if leading {
+				s.log.Info("leading the ensemble; restarting session expiry clocks")
+				s.restartSessionClocks()
+			} else {
+				s.log.Info("no longer leading")
+			}
+		}
+	}
+}
+
+// restartSessionClocks gives every known session a fresh full timeout.
+func (s *Server) restartSessionClocks() {
+	for _, info := range s.node.Sessions().All() {
+		s.tracker.Add(info.ID, time.Duration(info.Timeout)*time.Millisecond)
+	}
+}
+
+// waitServing marks the server ready once the replicated state is current,
+// retrying while there is no quorum.
+func (s *Server) waitServing(ctx context.Context) {
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := s.node.WaitReady(wctx)
+		cancel()
+		if err == nil {
+			s.markServing()
+			return
+		}
+		s.log.Info("waiting for a quorum", "err", err)
+	}
+}
+
+// markServing sets the config node and opens the doors to clients.
+func (s *Server) markServing() {
+	if text := dynamicConfigText(s.cfg); text != nil {
+		s.node.Tree().SetConfigNode(text, 0, time.Now().UnixMilli())
+	}
+	s.serving.Store(true)
+	s.log.Info("serving clients", "mode", s.node.Role(), "zxid", hexID(s.node.LastZxid()))
+}
+
+// notServing is what most four-letter words answer while the server has no
+// quorum or has not caught up.
+const notServing = "This ZooKeeper instance is not currently serving requests\n"

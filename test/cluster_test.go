@@ -1,0 +1,286 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/server"
+)
+
+// ensemble is an in-process cluster of zkserverd members on loopback.
+type ensemble struct {
+	t       *testing.T
+	cfgs    []conf.Config
+	servers []*server.Server
+}
+
+// startEnsemble starts size members (ids in observers join as observers)
+// and waits until every one serves.
+func startEnsemble(t *testing.T, size int, observers ...int64) *ensemble {
+	t.Helper()
+	e := &ensemble{t: t, servers: make([]*server.Server, size)}
+	var lines []conf.Server
+	for i := 1; i <= size; i++ {
+		s := conf.Server{ID: int64(i), Host: "127.0.0.1", PeerPort: freePort(t), ElectionPort: freePort(t),
+			ClientAddress: "127.0.0.1", ClientPort: freePort(t)}
+		for _, o := range observers {
+			s.Observer = s.Observer || o == s.ID
+		}
+		lines = append(lines, s)
+	}
+	for i := 0; i < size; i++ {
+		cfg := testConfig(t, t.TempDir())
+		cfg.TickTime = 200
+		cfg.InitLimit, cfg.SyncLimit = 10, 5
+		cfg.Servers = lines
+		cfg.MyID = int64(i + 1)
+		cfg.ClientPort = lines[i].ClientPort
+		e.cfgs = append(e.cfgs, cfg)
+	}
+	for i := range e.servers {
+		e.start(i)
+	}
+	t.Cleanup(func() {
+		for _, s := range e.servers {
+			if s != nil {
+				s.Close()
+			}
+		}
+	})
+	for i := range e.servers {
+		e.waitServing(i)
+	}
+	return e
+}
+
+func (e *ensemble) start(i int) {
+	e.t.Helper()
+	srv, err := server.New(server.Options{Config: e.cfgs[i], Logger: testLogger(e.t)})
+	if err != nil {
+		e.t.Fatalf("member %d: %v", i+1, err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		srv.Close()
+		e.t.Fatalf("member %d start: %v", i+1, err)
+	}
+	e.servers[i] = srv
+}
+
+func (e *ensemble) waitServing(i int) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.servers[i].WaitServing(ctx); err != nil {
+		e.t.Fatalf("member %d not serving: %v", i+1, err)
+	}
+}
+
+func (e *ensemble) addr(i int) string { return e.servers[i].Addr().String() }
+
+func (e *ensemble) stop(i int) {
+	e.servers[i].Close()
+	e.servers[i] = nil
+}
+
+// mode returns a member's Mode line from srvr.
+func (e *ensemble) mode(i int) string {
+	out, err := fourLetter(e.addr(i), "srvr")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return m
+		}
+	}
+	return ""
+}
+
+// leader waits for a member to report Mode: leader.
+func (e *ensemble) leader() int {
+	e.t.Helper()
+	var lead int
+	eventually(e.t, 15*time.Second, "a leader", func() bool {
+		for i, s := range e.servers {
+			if s != nil && e.mode(i) == "leader" {
+				lead = i
+				return true
+			}
+		}
+		return false
+	})
+	return lead
+}
+
+func TestEnsembleReplicatesAndReadsLocally(t *testing.T) {
+	e := startEnsemble(t, 3)
+	lead := e.leader()
+	follower := (lead + 1) % 3
+	if m := e.mode(follower); m != "follower" {
+		t.Fatalf("member %d mode %q", follower+1, m)
+	}
+	c, _ := connect(t, e.addr(follower), 4*time.Second)
+	for i := 0; i < 20; i++ {
+		if _, err := c.Create(fmt.Sprintf("/n%d", i), []byte{byte(i)}, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Per-session order: the write's reply means this member applied it.
+	if data, st, err := c.Get("/n19"); err != nil || data[0] != 19 || st.Czxid>>32 == 0 {
+		t.Fatalf("read own write on a follower: %v %+v %v", data, st, err)
+	}
+	other, _ := connect(t, e.addr((lead+2)%3), 4*time.Second)
+	if _, err := other.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := other.Exists("/n19"); err != nil || !ok {
+		t.Fatalf("read after sync on another follower: %v %v", ok, err)
+	}
+	data, _, err := other.Get("/zookeeper/config")
+	if err != nil || !strings.Contains(string(data), "server.1=127.0.0.1:") || !strings.HasSuffix(string(data), "\nversion=0") {
+		t.Fatalf("/zookeeper/config = %q %v", data, err)
+	}
+}
+
+func TestEnsembleSessionSurvivesLeaderFailover(t *testing.T) {
+	e := startEnsemble(t, 3)
+	lead := e.leader()
+	follower := (lead + 1) % 3
+	c, _ := connect(t, e.addr(follower), 4*time.Second)
+	sid := c.SessionID()
+	if _, err := c.Create("/eph", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	e.stop(lead)
+	newLead := e.leader()
+	t.Logf("new leader (member %d) after %v", newLead+1, time.Since(start))
+	var err error
+	eventually(t, 10*time.Second, "a write after failover", func() bool {
+		_, err = c.Create("/after", nil, 0, zk.WorldACL(zk.PermAll))
+		return err == nil || errors.Is(err, zk.ErrNodeExists)
+	})
+	if c.SessionID() != sid {
+		t.Fatalf("session changed across failover: %x -> %x", sid, c.SessionID())
+	}
+	if ok, st, err := c.Exists("/eph"); err != nil || !ok || st.EphemeralOwner != sid {
+		t.Fatalf("ephemeral after failover: %v %+v %v", ok, st, err)
+	}
+}
+
+func TestEnsembleExpiryRemovesEphemeralEverywhere(t *testing.T) {
+	e := startEnsemble(t, 3)
+	lead := e.leader()
+	follower := (lead + 1) % 3
+	raw := dialRaw(t, e.addr(follower))
+	if _, err := raw.handshake(jute.ConnectRequest{TimeOut: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := raw.call(jute.OpCreate, &jute.CreateRequest{Path: "/gone", ACL: jute.OpenACLUnsafe, Flags: jute.ModeEphemeral}); h.Err != jute.OK {
+		t.Fatalf("create: %v", h.Err)
+	}
+	// Silence: the leader expires the session; every member deletes it.
+	raw.expectClosed(10 * time.Second)
+	for i := range e.servers {
+		c, _ := connect(t, e.addr(i), 4*time.Second)
+		eventually(t, 5*time.Second, fmt.Sprintf("ephemeral gone on member %d", i+1), func() bool {
+			ok, _, err := c.Exists("/gone")
+			return err == nil && !ok
+		})
+	}
+}
+
+func TestEnsembleResumeOnAnotherMember(t *testing.T) {
+	e := startEnsemble(t, 3)
+	raw := dialRaw(t, e.addr(0))
+	resp, err := raw.handshake(jute.ConnectRequest{TimeOut: 4000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.call(jute.OpCreate, &jute.CreateRequest{Path: "/mine", ACL: jute.OpenACLUnsafe, Flags: jute.ModeEphemeral})
+	h, _ := raw.call(jute.OpExists, &jute.PathWatchRequest{Path: "/mine"})
+	raw.c.Close()
+	moved := dialRaw(t, e.addr(1))
+	r, err := moved.handshake(jute.ConnectRequest{SessionID: resp.SessionID, Passwd: resp.Passwd, TimeOut: 4000, LastZxidSeen: h.Zxid})
+	if err != nil || r.SessionID != resp.SessionID {
+		t.Fatalf("resume on another member: %+v %v", r, err)
+	}
+	if h, _ := moved.call(jute.OpExists, &jute.PathWatchRequest{Path: "/mine"}); h.Err != jute.OK {
+		t.Fatalf("ephemeral seen from the new member: %v", h.Err)
+	}
+}
+
+func TestEnsembleRestartEveryMemberKeepsWrites(t *testing.T) {
+	e := startEnsemble(t, 3)
+	c, _ := connect(t, e.addr(0), 4*time.Second)
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	for i := 0; i < 100; i++ {
+		p := fmt.Sprintf("/k%d", i)
+		if _, err := c.Create(p, []byte(p), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		acked[p] = true
+		mu.Unlock()
+	}
+	c.Close()
+	for i := range e.servers {
+		e.stop(i)
+	}
+	for i := range e.servers {
+		e.start(i)
+	}
+	for i := range e.servers {
+		e.waitServing(i)
+	}
+	for i := range e.servers {
+		c, _ := connect(t, e.addr(i), 4*time.Second)
+		for p := range acked {
+			if data, _, err := c.Get(p); err != nil || string(data) != p {
+				t.Fatalf("member %d lost %s after a full restart: %v", i+1, p, err)
+			}
+		}
+	}
+}
+
+func TestEnsembleObserverServesReads(t *testing.T) {
+	e := startEnsemble(t, 4, 4)
+	if m := e.mode(3); m != "observer" {
+		t.Fatalf("member 4 mode %q, want observer", m)
+	}
+	c, _ := connect(t, e.addr(3), 4*time.Second)
+	if _, err := c.Create("/via-observer", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := c.Get("/via-observer"); err != nil || string(data) != "x" {
+		t.Fatalf("observer read: %q %v", data, err)
+	}
+}
+
+func TestEnsembleFiveMembersToleratesTwoFailures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5-member cluster; run without -short")
+	}
+	e := startEnsemble(t, 5)
+	lead := e.leader()
+	c, _ := connect(t, e.addr((lead+1)%5), 4*time.Second)
+	if _, err := c.Create("/five", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	e.stop(lead)
+	e.stop((lead + 2) % 5)
+	eventually(t, 15*time.Second, "a write with two members down", func() bool {
+		_, err := c.Set("/five", []byte("still"), -1)
+		return err == nil
+	})
+}
