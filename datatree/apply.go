@@ -91,6 +91,10 @@ func (t *Tree) Apply(txn *Txn, zxid int64, hook func(*Txn, *Result)) *Result {
 // applyLocked dispatches on the txn type.
 func (t *Tree) applyLocked(ctx *applyCtx, res *Result) {
 	txn := ctx.txn
+	if txn == nil {
+		res.Err = jute.MarshallingError
+		return
+	}
 	switch txn.Type {
 	case jute.OpCreateSession:
 		return
@@ -323,14 +327,7 @@ func sequentialPath(path string, v int32) string {
 	return b.String()
 }
 
-func containsNUL(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return true
-		}
-	}
-	return false
-}
+func containsNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
 // delete validates and applies a client delete.
 func (t *Tree) delete(ctx *applyCtx, path string, version int32) jute.Code {

@@ -100,7 +100,9 @@ func TestDeletePrecedence(t *testing.T) {
 }
 
 func TestSetDataPrecedence(t *testing.T) {
-	set := func(p string, v int32) *jute.SetDataRequest { return &jute.SetDataRequest{Path: p, Data: []byte("x"), Version: v} }
+	set := func(p string, v int32) *jute.SetDataRequest {
+		return &jute.SetDataRequest{Path: p, Data: []byte("x"), Version: v}
+	}
 	runOpCases(t, []opCase{
 		{name: "invalid path", op: jute.OpSetData, req: set("/a/", -1), want: jute.BadArguments},
 		{name: "invalid path, missing", op: jute.OpSetData, req: set("", -1), want: jute.BadArguments},
@@ -134,7 +136,9 @@ func TestSetACLPrecedence(t *testing.T) {
 }
 
 func TestCheckPrecedence(t *testing.T) {
-	check := func(p string, v int32) *jute.CheckVersionRequest { return &jute.CheckVersionRequest{Path: p, Version: v} }
+	check := func(p string, v int32) *jute.CheckVersionRequest {
+		return &jute.CheckVersionRequest{Path: p, Version: v}
+	}
 	runOpCases(t, []opCase{
 		{name: "invalid path", op: jute.OpCheck, req: check("/a/", 0), want: jute.BadArguments},
 		{name: "missing", op: jute.OpCheck, req: check("/none", 0), want: jute.NoNode},
@@ -191,6 +195,9 @@ func TestMismatchedRequestIsMarshallingError(t *testing.T) {
 		if res.Err != jute.MarshallingError {
 			t.Errorf("%v with %T: err %v", tt.op, tt.req, res.Err)
 		}
+	}
+	if res := New(Config{}).Apply(nil, 1, nil); res.Err != jute.MarshallingError {
+		t.Errorf("nil txn: %v", res.Err)
 	}
 }
 

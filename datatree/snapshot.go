@@ -294,8 +294,8 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
 	}
 	for _, p := range []string{rootPath, procPath, quotaPath, configPath} {
-		if t.nodes[p] == nil {
-			return nil, fmt.Errorf("%w: missing system node %s", ErrBadSnapshot, p)
+		if n := t.nodes[p]; n == nil || n.kind != kindPersistent {
+			return nil, fmt.Errorf("%w: missing or non-persistent system node %s", ErrBadSnapshot, p)
 		}
 	}
 	t.acls.sweep()

@@ -310,6 +310,7 @@ func TestSnapshotStructuralChecks(t *testing.T) {
 		{"container owner", lists, with(rec{path: "/x", kind: kindContainer, owner: 5})},
 		{"ttl owner", lists, with(rec{path: "/x", kind: kindTTL, owner: jute.TTLOwnerMask})},
 		{"unknown kind", lists, with(rec{path: "/x", kind: numKinds})},
+		{"ephemeral system node", lists, []rec{system[0], system[1], {path: "/zookeeper/config", kind: kindEphemeral, owner: 1}, system[3]}},
 	}
 	for _, tt := range tests {
 		if _, err := ReadSnapshot(bytes.NewReader(build(tt.lists, tt.nodes)), Config{}); !errors.Is(err, ErrBadSnapshot) {

@@ -248,7 +248,8 @@ func (t *Tree) ApproximateDataSize() int64 {
 // SetConfigNode stores the ensemble's dynamic configuration text in
 // /zookeeper/config the way ZooKeeper does at startup and after a reconfig:
 // version -1, mzxid = zxid (ZooKeeper passes the config version), mtime =
-// time. It fires no events and is not a replicated write.
+// time. It fires no events and is not a replicated write. The tree keeps
+// data; the caller must not modify it afterwards.
 func (t *Tree) SetConfigNode(data []byte, zxid, time int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

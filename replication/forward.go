@@ -339,4 +339,3 @@ func decodeIDs(b []byte) ([]int64, error) {
 	}
 	return out, d.Finish(true)
 }
-

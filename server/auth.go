@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
+	"unicode/utf16"
 
 	"github.com/zkserverd/zkserverd/acl"
 	"github.com/zkserverd/zkserverd/conf"
@@ -56,7 +58,54 @@ func (c *conn) handleAuth(xid int32, d *jute.Decoder, now time.Time) bool {
 		return false
 	}
 	c.addIDs(ids)
+	c.orderIDsLikeJava()
 	c.enqueue(&pending{kind: kindReply, xid: xid, op: jute.OpAuth, received: now,
 		frame: replyFrame(xid, 0, jute.OK, nil)})
 	return true
+}
+
+// orderIDsLikeJava puts the connection's identities in the order ZooKeeper
+// keeps them. Its ServerCnxn holds them in a set backed by a
+// ConcurrentHashMap, so whoAmI lists them, and the "auth" ACL scheme expands
+// to them, in hash-bucket order rather than in the order they were added.
+// c.ids is kept in that order after every change.
+func (c *conn) orderIDsLikeJava() {
+	c.idsMu.Lock()
+	defer c.idsMu.Unlock()
+	javaSetOrder(c.ids)
+}
+
+// javaSetOrder sorts ids, given in insertion order, into the iteration order
+// of a Java ConcurrentHashMap holding them: by bucket (the spread hash of
+// org.apache.zookeeper.data.Id masked by the table size), and by insertion
+// order within a bucket. The table starts at 16 buckets and doubles whenever
+// it holds three quarters of its size. The order is exact as long as the map
+// never resized (fewer than 12 ids); beyond that Java's rehash may reverse
+// some entries of a bucket, which is not modelled.
+func javaSetOrder(ids []jute.ID) {
+	n := uint32(16)
+	for uint32(len(ids)) >= n-n/4 {
+		n *= 2
+	}
+	slices.SortStableFunc(ids, func(a, b jute.ID) int {
+		return int(javaBucket(a, n)) - int(javaBucket(b, n))
+	})
+}
+
+// javaBucket is the bucket of id in a ConcurrentHashMap table of n buckets.
+func javaBucket(id jute.ID, n uint32) uint32 {
+	h := uint32(17)
+	h = 37*h + javaStringHash(id.Scheme)
+	h = 37*h + javaStringHash(id.ID)
+	spread := (h ^ h>>16) & 0x7fffffff
+	return spread & (n - 1)
+}
+
+// javaStringHash is Java's String.hashCode, over UTF-16 code units.
+func javaStringHash(s string) uint32 {
+	var h uint32
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = 31*h + uint32(u)
+	}
+	return h
 }

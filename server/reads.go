@@ -1,8 +1,6 @@
 package server
 
 import (
-	"strings"
-
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/watch"
 )
@@ -54,7 +52,7 @@ func (c *conn) read(op jute.OpCode, req jute.Record) (jute.Code, jute.Record) {
 	case jute.OpMultiRead:
 		return jute.OK, c.multiRead(req.(*jute.MultiRequest))
 	case jute.OpWhoAmI:
-		return jute.OK, &jute.WhoAmIResponse{ClientInfo: clientInfo(c.authIDs())}
+		return jute.OK, &jute.WhoAmIResponse{ClientInfo: c.s.auth.ClientInfo(c.authIDs())}
 	case jute.OpSASL:
 		return jute.OK, &jute.SASLToken{}
 	}
@@ -83,18 +81,4 @@ func (c *conn) multiRead(m *jute.MultiRequest) *jute.MultiResponse {
 		resp.Results = append(resp.Results, res)
 	}
 	return resp
-}
-
-// clientInfo renders a connection's identities for whoAmI: the digest user
-// is the text before ':'; other schemes show the id as it is.
-func clientInfo(ids []jute.ID) []jute.ClientInfo {
-	out := make([]jute.ClientInfo, 0, len(ids))
-	for _, id := range ids {
-		user := id.ID
-		if id.Scheme == "digest" {
-			user, _, _ = strings.Cut(id.ID, ":")
-		}
-		out = append(out, jute.ClientInfo{AuthScheme: id.Scheme, User: user})
-	}
-	return out
 }
