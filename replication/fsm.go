@@ -90,6 +90,19 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 			sessions.Remove(t.Tree.SessionID)
 		}
 		txn := t
+		if !sessionValid(sessions, &t.Tree) {
+			// A request that raced with its session's close or expiry: as
+			// ZooKeeper's checkSession does, it fails with SessionExpired
+			// (and still consumes its zxid), so no ephemeral outlives its
+			// session.
+			res := &datatree.Result{Err: jute.SessionExpired}
+			f.lastZxid.Store(zxid)
+			if f.observer != nil {
+				f.observer.Applied(txn, zxid, res)
+			}
+			f.waiters.trigger(txn.RequestID, Outcome{Zxid: zxid, Result: res})
+			continue
+		}
 		tree.Apply(&t.Tree, zxid, func(_ *datatree.Txn, res *datatree.Result) {
 			f.lastZxid.Store(zxid)
 			if f.observer != nil {
@@ -100,6 +113,21 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	}
 	f.applied.set(l.Index)
 	return nil
+}
+
+// sessionValid reports whether a transaction's session may still write.
+// Session transactions and the server's own (session 0: container and TTL
+// reaping) are always valid.
+func sessionValid(sessions *session.Table, t *datatree.Txn) bool {
+	switch t.Type {
+	case jute.OpCreateSession, jute.OpCloseSession:
+		return true
+	}
+	if t.SessionID == 0 {
+		return true
+	}
+	_, ok := sessions.Get(t.SessionID)
+	return ok
 }
 
 // snapshotMagic starts every FSM snapshot stream.

@@ -168,3 +168,22 @@ func TestNextZxidEpochs(t *testing.T) {
 		t.Fatalf("standalone zxid = %d", z)
 	}
 }
+
+func TestWriteOfAClosedSessionFails(t *testing.T) {
+	n := openNode(t, t.TempDir(), true)
+	defer n.Close()
+	sid := int64(0x0100000000000042)
+	await(t, n.Submit(&txnlog.Txn{Timeout: 4000, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: sid}}))
+	await(t, n.Submit(&txnlog.Txn{Tree: datatree.Txn{Type: jute.OpCloseSession, SessionID: sid}}))
+	eph := createTxn("/orphan")
+	eph.Tree.SessionID = sid
+	eph.Tree.Request.(*jute.CreateRequest).Flags = jute.ModeEphemeral
+	before := n.LastZxid()
+	o := await(t, n.Submit(eph))
+	if o.Err != nil || o.Result.Err != jute.SessionExpired || o.Zxid != before+1 {
+		t.Fatalf("ephemeral create after close: %+v, want SessionExpired consuming zxid %d", o, before+1)
+	}
+	if _, _, code := n.Tree().GetData("/orphan", nil, nil); code != jute.NoNode {
+		t.Fatalf("orphan ephemeral created: %v", code)
+	}
+}

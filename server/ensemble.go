@@ -128,6 +128,31 @@ func (s *Server) restartSessionClocks() {
 	}
 }
 
+// superviseServing opens the doors to clients once the replicated state is
+// current, and closes them again (dropping every client connection, as a
+// ZooKeeper member does when it loses its leader) whenever no leader is
+// known, so that nobody reads from a member cut off from the quorum.
+func (s *Server) superviseServing(ctx context.Context) {
+	check := time.Duration(s.cfg.TickTime) * time.Millisecond / 2
+	for ctx.Err() == nil {
+		s.waitServing(ctx)
+		for ctx.Err() == nil && s.node.Leader() != 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(check):
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.serving.Store(false)
+		s.log.Warn("lost the leader; not serving until a quorum is back")
+		for _, c := range s.connections() {
+			c.abort("member lost its leader")
+		}
+	}
+}
+
 // waitServing marks the server ready once the replicated state is current,
 // retrying while there is no quorum.
 func (s *Server) waitServing(ctx context.Context) {

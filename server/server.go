@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/zkserverd/zkserverd/acl"
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/datatree"
@@ -38,6 +40,11 @@ type Options struct {
 	InMemory bool
 	// Clock drives session expiry (nil: the real clock).
 	Clock session.Clock
+	// Registerer receives the server's Prometheus metrics and Gatherer is
+	// what /metrics serves (nil: a registry of the server's own; see
+	// metrics.go).
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
 }
 
 // Server is a standalone zkserverd member serving clients.
@@ -56,6 +63,7 @@ type Server struct {
 	dataDir  string
 	logDir   string
 	serverID int64
+	ops      *operations // metrics registry, /metrics and AdminServer (metrics.go, admin.go)
 
 	ln     net.Listener
 	ctx    context.Context
@@ -91,6 +99,7 @@ func New(opts Options) (*Server, error) {
 		auth:      authReg,
 		watches:   watch.NewRegistry(),
 		stats:     newServerStats(),
+		ops:       newOperations(opts.Registerer, opts.Gatherer),
 		serverID:  max(cfg.MyID, 1),
 		conns:     make(map[*conn]struct{}),
 		bySession: make(map[int64]*conn),
@@ -167,12 +176,16 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.ln = ln
 	s.started = time.Now()
+	// Operator surfaces: metrics registry, /metrics, AdminServer (metrics.go).
+	if err := s.startOperations(); err != nil {
+		return err
+	}
 	s.goAndTrack(func() { s.tracker.Run(s.ctx) })
 	s.goAndTrack(s.acceptLoop)
 	if s.node.Clustered() {
 		s.goAndTrack(func() { s.reportTouches(s.ctx) })
 		s.goAndTrack(func() { s.followLeadership(s.ctx) })
-		s.goAndTrack(func() { s.waitServing(s.ctx) })
+		s.goAndTrack(func() { s.superviseServing(s.ctx) })
 	} else {
 		s.markServing()
 	}
@@ -311,6 +324,7 @@ func (s *Server) expireSessions(ids []int64) {
 // shuts the replicated state down. Sessions stay in the table and resume
 // after a restart.
 func (s *Server) Close() error {
+	s.stopOperations() // AdminServer and /metrics first (metrics.go)
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()

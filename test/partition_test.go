@@ -1,0 +1,131 @@
+package test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/server"
+)
+
+// proxiedEnsemble starts size members where every member reaches every other
+// through its own proxy (one per direction and port), so single links can
+// be cut: member i's zoo.cfg names proxies for its peers, as an operator
+// could name any address.
+func proxiedEnsemble(t *testing.T, size int) (*ensemble, [][]*linkProxy) {
+	t.Helper()
+	real := make([]conf.Server, size)
+	for i := range real {
+		real[i] = conf.Server{ID: int64(i + 1), Host: "127.0.0.1", PeerPort: freePort(t), ElectionPort: freePort(t),
+			ClientAddress: "127.0.0.1", ClientPort: freePort(t)}
+	}
+	// links[i][j] carries i's traffic to j: index 0 the quorum port, 1 the
+	// election port, flattened as links[i][2*j+k].
+	links := make([][]*linkProxy, size)
+	e := &ensemble{t: t, servers: make([]*server.Server, size)}
+	for i := range real {
+		links[i] = make([]*linkProxy, 2*size)
+		var lines []conf.Server
+		for j := range real {
+			line := real[j]
+			if i != j {
+				q := newLinkProxy(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(real[j].PeerPort)))
+				f := newLinkProxy(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(real[j].ElectionPort)))
+				links[i][2*j], links[i][2*j+1] = q, f
+				line.PeerPort, line.ElectionPort = q.port(), f.port()
+			}
+			lines = append(lines, line)
+		}
+		cfg := testConfig(t, t.TempDir())
+		cfg.TickTime = 200
+		cfg.InitLimit, cfg.SyncLimit = 10, 5
+		cfg.Servers = lines
+		cfg.MyID = int64(i + 1)
+		cfg.ClientPort = real[i].ClientPort
+		e.cfgs = append(e.cfgs, cfg)
+	}
+	for i := range e.servers {
+		e.start(i)
+	}
+	t.Cleanup(func() {
+		for _, s := range e.servers {
+			if s != nil {
+				s.Close()
+			}
+		}
+	})
+	for i := range e.servers {
+		e.waitServing(i)
+	}
+	return e, links
+}
+
+// isolate cuts (or heals) every link between member m and the others.
+func isolate(links [][]*linkProxy, m int, cut bool) {
+	for i := range links {
+		for j, p := range links[i] {
+			if p != nil && (i == m || j/2 == m) {
+				p.setCut(cut)
+			}
+		}
+	}
+}
+
+func TestEnsemblePartitionedLeader(t *testing.T) {
+	e, links := proxiedEnsemble(t, 3)
+	old := e.leader()
+	minority, _ := connect(t, e.addr(old), 4*time.Second)
+	majorityMember := (old + 1) % 3
+	majority, _ := connect(t, e.addr(majorityMember), 4*time.Second)
+	if _, err := majority.Create("/before", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	isolate(links, old, true)
+	var newLead int
+	eventually(t, 15*time.Second, "a new leader in the majority", func() bool {
+		for i := range e.servers {
+			if i != old && e.mode(i) == "leader" {
+				newLead = i
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("member %d isolated; member %d leads", old+1, newLead+1)
+	eventually(t, 10*time.Second, "a write in the majority", func() bool {
+		_, err := majority.Create("/during", nil, 0, zk.WorldACL(zk.PermAll))
+		return err == nil
+	})
+	// The isolated member accepts no write, and stops serving clients
+	// altogether (no stale reads), as a ZooKeeper member without a leader.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := minority.Create("/minority", nil, 0, zk.WorldACL(zk.PermAll)); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the isolated member accepted a write")
+		}
+	case <-ctx.Done():
+	}
+	eventually(t, 10*time.Second, "the isolated member refusing clients", func() bool {
+		out, _ := fourLetter(e.addr(old), "srvr")
+		return out == "This ZooKeeper instance is not currently serving requests\n"
+	})
+
+	isolate(links, old, false)
+	c, _ := connect(t, e.addr(old), 4*time.Second)
+	eventually(t, 15*time.Second, "the old leader catching up", func() bool {
+		ok, _, err := c.Exists("/during")
+		return err == nil && ok
+	})
+	if ok, _, _ := c.Exists("/minority"); ok {
+		t.Fatal("a write made in the minority survived the partition")
+	}
+}
