@@ -97,6 +97,7 @@ type Node struct {
 	closers []func() error
 	peers   *peerSet
 	fwd     *forwarder
+	health  peerHealth
 
 	// fwdMu guards the forwarding listener and the member connections it
 	// accepted, closed together by Close.
@@ -104,12 +105,13 @@ type Node struct {
 	fwdLn    net.Listener
 	fwdConns map[net.Conn]struct{}
 
-	nextID    atomic.Uint64
-	proposals chan proposal
-	inflight  chan inflightEntry
-	stop      chan struct{}
-	wg        sync.WaitGroup
-	closeOnce sync.Once
+	nextID     atomic.Uint64
+	entrySizes proposalSizes
+	proposals  chan proposal
+	inflight   chan inflightEntry
+	stop       chan struct{}
+	wg         sync.WaitGroup
+	closeOnce  sync.Once
 }
 
 // future is what the collector waits on: a raft apply or a forwarded batch.
@@ -158,6 +160,9 @@ func Open(cfg Config) (*Node, error) {
 	n.wg.Add(2)
 	go n.batchLoop()
 	go n.collectLoop()
+	if n.clustered() {
+		n.watchHealth()
+	}
 	return n, nil
 }
 
@@ -409,6 +414,7 @@ func (n *Node) batchLoop() {
 func (n *Node) commitBatch(txns [][]byte, size int) future {
 	if !n.clustered() || n.IsLeader() {
 		entry := txnlog.AssembleEntry(make([]byte, 0, size+16), time.Now().UnixMilli(), txns)
+		n.entrySizes.record(len(entry))
 		return n.raft.Apply(entry, 0)
 	}
 	return &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(txns))}
@@ -547,6 +553,10 @@ func (n *Node) Leader() int64 {
 	}
 	return v
 }
+
+// ProposalSizes returns the last, smallest and largest log entry this
+// member proposed as leader, in bytes (-1 before any).
+func (n *Node) ProposalSizes() (last, min, max int64) { return n.entrySizes.get() }
 
 // Clustered reports whether this node is an ensemble member.
 func (n *Node) Clustered() bool { return n.clustered() }

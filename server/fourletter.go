@@ -142,6 +142,10 @@ func (s *Server) writeSrvr(w *strings.Builder, withClients bool) {
 	fmt.Fprintf(w, "Zxid: 0x%x\n", s.node.LastZxid())
 	fmt.Fprintf(w, "Mode: %s\n", s.mode())
 	fmt.Fprintf(w, "Node count: %d\n", s.nodeCount())
+	if s.mode() == "leader" {
+		last, min, max := s.node.ProposalSizes()
+		fmt.Fprintf(w, "Proposal sizes last/min/max: %d/%d/%d\n", last, min, max)
+	}
 }
 
 // mode is the server's role as srvr's Mode line and mntr's
@@ -293,7 +297,7 @@ func (s *Server) monitorValues() []keyValue {
 	if minResp < 0 {
 		minResp = 0
 	}
-	return []keyValue{
+	kvs := []keyValue{
 		{"version", s.versionLine()},
 		{"server_state", s.mode()},
 		{"ephemerals_count", i(int64(tree.EphemeralCount()))},
@@ -322,6 +326,39 @@ func (s *Server) monitorValues() []keyValue {
 		{"non_mtls_local_conn_count", "0"},
 		{"slow_client_disconnects", i(s.stats.slowDisconnects.Load())},
 	}
+	return append(kvs, s.quorumValues()...)
+}
+
+// quorumValues are mntr's ensemble keys: the peer state on every member,
+// and the leader's view of its learners.
+func (s *Server) quorumValues() []keyValue {
+	if !s.node.Clustered() {
+		return nil
+	}
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	state := map[string]string{"leader": "leading - broadcast", "follower": "following - broadcast",
+		"observer": "observing - broadcast"}[s.mode()]
+	if state == "" {
+		state = "looking"
+	}
+	kvs := []keyValue{{"peer_state", state}}
+	if s.mode() != "leader" {
+		return kvs
+	}
+	m := s.node.Membership()
+	last, min, max := s.node.ProposalSizes()
+	return append(kvs,
+		keyValue{"learners", i(int64(m.Followers + m.Observers))},
+		keyValue{"synced_followers", i(int64(m.SyncedFollowers))},
+		keyValue{"synced_non_voting_followers", "0"},
+		keyValue{"synced_observers", i(int64(m.SyncedObservers))},
+		keyValue{"pending_syncs", "0"},
+		keyValue{"last_proposal_size", i(last)},
+		keyValue{"min_proposal_size", i(min)},
+		keyValue{"max_proposal_size", i(max)},
+		keyValue{"leader_uptime", i(time.Since(m.LeaderSince).Milliseconds())},
+		keyValue{"quorum_size", i(int64(m.QuorumSize))},
+	)
 }
 
 // fdCounts returns the open descriptor count and the process limit.

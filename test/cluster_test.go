@@ -145,6 +145,19 @@ func TestEnsembleReplicatesAndReadsLocally(t *testing.T) {
 	if ok, _, err := other.Exists("/n19"); err != nil || !ok {
 		t.Fatalf("read after sync on another follower: %v %v", ok, err)
 	}
+	leadMntr, _ := fourLetter(e.addr(lead), "mntr")
+	for _, want := range []string{"zk_server_state\tleader\n", "zk_peer_state\tleading - broadcast\n",
+		"zk_synced_followers\t2\n", "zk_learners\t2\n", "zk_quorum_size\t2\n"} {
+		if !strings.Contains(leadMntr, want) {
+			t.Errorf("leader mntr lacks %q", want)
+		}
+	}
+	if srvr, _ := fourLetter(e.addr(lead), "srvr"); !strings.Contains(srvr, "Proposal sizes last/min/max: ") {
+		t.Errorf("leader srvr lacks the proposal sizes line:\n%s", srvr)
+	}
+	if f, _ := fourLetter(e.addr(follower), "mntr"); !strings.Contains(f, "zk_peer_state\tfollowing - broadcast\n") {
+		t.Errorf("follower mntr lacks its peer state:\n%s", f)
+	}
 	data, _, err := other.Get("/zookeeper/config")
 	if err != nil || !strings.Contains(string(data), "server.1=127.0.0.1:") || !strings.HasSuffix(string(data), "\nversion=0") {
 		t.Fatalf("/zookeeper/config = %q %v", data, err)

@@ -1,0 +1,136 @@
+package replication
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Membership summarizes the ensemble as the leader's mntr keys report it.
+type Membership struct {
+	Followers       int // voters other than this member
+	Observers       int // non-voting members
+	SyncedFollowers int // followers currently answering heartbeats
+	SyncedObservers int // observers currently answering heartbeats
+	QuorumSize      int // voters needed for a majority
+	LeaderSince     time.Time
+}
+
+// peerHealth remembers which peers the leader has lost heartbeats with,
+// from raft's observations. mu guards failed and leaderSince.
+type peerHealth struct {
+	mu          sync.Mutex
+	failed      map[raft.ServerID]bool
+	leaderSince time.Time
+}
+
+// watchHealth registers a raft observer feeding h until stop closes.
+func (n *Node) watchHealth() {
+	ch := make(chan raft.Observation, 64)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation, raft.LeaderObservation:
+			return true
+		}
+		return false
+	})
+	n.raft.RegisterObserver(obs)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer n.raft.DeregisterObserver(obs)
+		for {
+			select {
+			case <-n.stop:
+				return
+			case o := <-ch:
+				n.health.observe(o, n.raft.State() == raft.Leader)
+			}
+		}
+	}()
+}
+
+func (h *peerHealth) observe(o raft.Observation, leading bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failed == nil {
+		h.failed = make(map[raft.ServerID]bool)
+	}
+	switch d := o.Data.(type) {
+	case raft.FailedHeartbeatObservation:
+		h.failed[d.PeerID] = true
+	case raft.ResumedHeartbeatObservation:
+		delete(h.failed, d.PeerID)
+	case raft.LeaderObservation:
+		h.failed = make(map[raft.ServerID]bool)
+		if leading {
+			h.leaderSince = time.Now()
+		}
+	}
+}
+
+// Membership reports the current membership and, on the leader, which
+// peers keep up.
+func (n *Node) Membership() Membership {
+	var m Membership
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return m
+	}
+	n.health.mu.Lock()
+	defer n.health.mu.Unlock()
+	voters := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+		if s.ID == serverID(n.cfg.ServerID) {
+			continue
+		}
+		ok := !n.health.failed[s.ID]
+		if s.Suffrage == raft.Voter {
+			m.Followers++
+			if ok {
+				m.SyncedFollowers++
+			}
+		} else {
+			m.Observers++
+			if ok {
+				m.SyncedObservers++
+			}
+		}
+	}
+	m.QuorumSize = voters/2 + 1
+	m.LeaderSince = n.health.leaderSince
+	return m
+}
+
+// proposalSizes tracks the sizes of proposed entries. mu guards the fields.
+type proposalSizes struct {
+	mu             sync.Mutex
+	set            bool
+	last, min, max int64
+}
+
+func (p *proposalSizes) record(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := int64(n)
+	if !p.set || v < p.min {
+		p.min = v
+	}
+	if !p.set || v > p.max {
+		p.max = v
+	}
+	p.last, p.set = v, true
+}
+
+func (p *proposalSizes) get() (last, min, max int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.set {
+		return -1, -1, -1
+	}
+	return p.last, p.min, p.max
+}
