@@ -48,7 +48,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.clientPort, "client-port", 0, "client port (overrides clientPort; default 2181)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	root.AddCommand(newVersionCommand())
+	root.AddCommand(newVersionCommand(), newClusterCommand(stderr))
 	return root
 }
 
