@@ -86,21 +86,18 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		switch t.Tree.Type {
 		case jute.OpCreateSession:
 			sessions.Add(t.Tree.SessionID, t.Timeout)
+			sessions.SetOwner(t.Tree.SessionID, t.Owner)
 		case jute.OpCloseSession:
 			sessions.Remove(t.Tree.SessionID)
 		}
 		txn := t
-		if !sessionValid(sessions, &t.Tree) {
-			// A request that raced with its session's close or expiry: as
-			// ZooKeeper's checkSession does, it fails with SessionExpired
-			// (and still consumes its zxid), so no ephemeral outlives its
-			// session.
-			res := &datatree.Result{Err: jute.SessionExpired}
-			f.lastZxid.Store(zxid)
-			if f.observer != nil {
-				f.observer.Applied(txn, zxid, res)
-			}
-			f.waiters.trigger(txn.RequestID, Outcome{Zxid: zxid, Result: res})
+		if code := sessionCheck(sessions, t); code != jute.OK {
+			f.finishWithoutTree(txn, zxid, &datatree.Result{Err: code})
+			continue
+		}
+		if t.Tree.Type == txnlog.OpMoveSession {
+			sessions.SetOwner(t.Tree.SessionID, t.Owner)
+			f.finishWithoutTree(txn, zxid, &datatree.Result{})
 			continue
 		}
 		tree.Apply(&t.Tree, zxid, func(_ *datatree.Txn, res *datatree.Result) {
@@ -115,19 +112,43 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	return nil
 }
 
-// sessionValid reports whether a transaction's session may still write.
-// Session transactions and the server's own (session 0: container and TTL
-// reaping) are always valid.
-func sessionValid(sessions *session.Table, t *datatree.Txn) bool {
-	switch t.Type {
+// sessionCheck is ZooKeeper's checkSession for a transaction, decided at
+// apply time so every member agrees:
+//   - a request that raced with its session's close or expiry fails with
+//     SessionExpired, so no ephemeral outlives its session;
+//   - a write whose session now belongs to another member (the client
+//     resumed it there) fails with SessionMoved, and the old member drops
+//     that connection.
+//
+// Session transactions and the server's own (session 0: reaping) pass.
+// A rejected transaction still consumes its zxid.
+func sessionCheck(sessions *session.Table, t *txnlog.Txn) jute.Code {
+	switch t.Tree.Type {
 	case jute.OpCreateSession, jute.OpCloseSession:
-		return true
+		return jute.OK
 	}
-	if t.SessionID == 0 {
-		return true
+	if t.Tree.SessionID == 0 {
+		return jute.OK
 	}
-	_, ok := sessions.Get(t.SessionID)
-	return ok
+	if _, ok := sessions.Get(t.Tree.SessionID); !ok {
+		return jute.SessionExpired
+	}
+	if t.Tree.Type == txnlog.OpMoveSession {
+		return jute.OK
+	}
+	if owner := sessions.Owner(t.Tree.SessionID); owner != 0 && t.Owner != 0 && owner != t.Owner {
+		return jute.SessionMoved
+	}
+	return jute.OK
+}
+
+// finishWithoutTree completes a transaction the tree does not apply.
+func (f *fsm) finishWithoutTree(txn *txnlog.Txn, zxid int64, res *datatree.Result) {
+	f.lastZxid.Store(zxid)
+	if f.observer != nil {
+		f.observer.Applied(txn, zxid, res)
+	}
+	f.waiters.trigger(txn.RequestID, Outcome{Zxid: zxid, Result: res})
 }
 
 // snapshotMagic starts every FSM snapshot stream.

@@ -350,6 +350,9 @@ func (n *Node) WaitReady(ctx context.Context) error {
 // submission order. Submit blocks only while the batcher's queue is full.
 func (n *Node) Submit(t *txnlog.Txn) <-chan Outcome {
 	t.RequestID = n.nextID.Add(1)
+	if t.Owner == 0 {
+		t.Owner = n.cfg.ServerID
+	}
 	ch := n.waiters.register(t.RequestID)
 	p := proposal{encoded: txnlog.EncodeTxn(nil, t), id: t.RequestID}
 	select {

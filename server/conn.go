@@ -239,10 +239,29 @@ func (c *conn) resumeSession(req *jute.ConnectRequest, timeout int32) bool {
 		c.sendConnectResponse(req, 0, 0, make([]byte, 16))
 		return false
 	}
+	if !c.takeOwnership(sid) {
+		c.sendConnectResponse(req, 0, 0, make([]byte, 16))
+		return false
+	}
 	c.s.tracker.Add(sid, time.Duration(timeout)*time.Millisecond)
 	c.bindSession(sid, timeout)
 	c.log.Debug("session resumed", "session", hexID(sid), "timeout", timeout)
 	c.sendConnectResponse(req, timeout, sid, session.Password(sid))
+	return true
+}
+
+// takeOwnership makes this member the owner of a session resumed here, so
+// that writes still arriving through its previous member fail with
+// SessionMoved. It reports false when the session ended meanwhile.
+func (c *conn) takeOwnership(sid int64) bool {
+	if c.s.node.Sessions().Owner(sid) == c.s.serverID {
+		return true
+	}
+	out := <-c.s.node.Submit(&txnlog.Txn{Tree: datatree.Txn{Type: txnlog.OpMoveSession, SessionID: sid}})
+	if out.Err != nil || out.Result.Err != jute.OK {
+		c.log.Info("session could not move here", "session", hexID(sid), "err", out.Err)
+		return false
+	}
 	return true
 }
 
@@ -434,6 +453,12 @@ func (c *conn) complete(p *pending) []byte {
 		if o.Err != nil {
 			c.log.Warn("write not replicated; dropping connection", "op", p.op, "err", o.Err)
 			c.abort("write outcome unknown")
+			return nil
+		}
+		if o.Result.Err == jute.SessionMoved {
+			// As ZooKeeper does: the client has resumed its session on
+			// another member; this connection is closed without a reply.
+			c.abort("session moved to another member")
 			return nil
 		}
 		return replyFrame(p.xid, o.Zxid, o.Result.Err, o.Result.Response)

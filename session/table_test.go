@@ -52,7 +52,7 @@ func TestTableWriteGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != int64(buf.Len()) || n != 4+3*12 {
+	if n != int64(buf.Len()) || n != 4+3*12+4 {
 		t.Fatalf("WriteTo reported %d bytes, wrote %d", n, buf.Len())
 	}
 	golden, err := os.ReadFile(filepath.Join("testdata", "table.hex"))
@@ -180,4 +180,28 @@ func FuzzReadTable(f *testing.F) {
 			t.Fatal("re-encoding changed the table")
 		}
 	})
+}
+
+func TestTableOwnersRoundTrip(t *testing.T) {
+	tb := NewTable()
+	tb.Add(1, 4000)
+	tb.Add(2, 4000)
+	if !tb.SetOwner(2, 3) || tb.SetOwner(9, 1) {
+		t.Fatal("SetOwner on known/unknown sessions")
+	}
+	var buf bytes.Buffer
+	if _, err := tb.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadTable(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Owner(1) != 0 || got.Owner(2) != 3 || buf.Len() != 0 {
+		t.Fatalf("owners after round trip: %d %d (left %d bytes)", got.Owner(1), got.Owner(2), buf.Len())
+	}
+	tb.Add(2, 5000) // a timeout update keeps the owner
+	if tb.Owner(2) != 3 {
+		t.Fatal("Add dropped the owner")
+	}
 }

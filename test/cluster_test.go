@@ -297,3 +297,28 @@ func TestEnsembleFiveMembersToleratesTwoFailures(t *testing.T) {
 		return err == nil
 	})
 }
+
+// TestEnsembleSessionMoved: after a client resumes its session on member B,
+// its old connection to member A still serves reads, but a write sent there
+// fails as SessionMoved and A closes that connection without a reply.
+func TestEnsembleSessionMoved(t *testing.T) {
+	e := startEnsemble(t, 3)
+	a := dialRaw(t, e.addr(0))
+	resp, err := a.handshake(jute.ConnectRequest{TimeOut: 4000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := a.call(jute.OpCreate, &jute.CreateRequest{Path: "/moved", ACL: jute.OpenACLUnsafe})
+	b := dialRaw(t, e.addr(1))
+	if r, err := b.handshake(jute.ConnectRequest{SessionID: resp.SessionID, Passwd: resp.Passwd, TimeOut: 4000, LastZxidSeen: h.Zxid}); err != nil || r.SessionID != resp.SessionID {
+		t.Fatalf("resume on member 2: %+v %v", r, err)
+	}
+	if h, _ := a.call(jute.OpExists, &jute.PathWatchRequest{Path: "/moved"}); h.Err != jute.OK {
+		t.Fatalf("read on the old connection: %v", h.Err)
+	}
+	a.send(&jute.RequestHeader{Xid: 99, Type: jute.OpSetData}, &jute.SetDataRequest{Path: "/moved", Data: []byte("x"), Version: -1})
+	a.expectClosed(5 * time.Second)
+	if h, _ := b.call(jute.OpSetData, &jute.SetDataRequest{Path: "/moved", Data: []byte("y"), Version: -1}); h.Err != jute.OK {
+		t.Fatalf("write on the new connection: %v", h.Err)
+	}
+}

@@ -12,9 +12,9 @@
 //	int    count     number of transactions
 //	count × Txn
 //
-//	Txn:  long requestID | long sessionID | int opcode | int timeout
-//	      vector<Id> ids | body (the opcode's jute request record; none for
-//	      createSession and closeSession)
+//	Txn:  long requestID | long sessionID | long owner | int opcode |
+//	      int timeout | vector<Id> ids | body (the opcode's jute request
+//	      record; none for createSession, closeSession and moveSession)
 //
 // Unknown kinds or versions are rejected with ErrUnknownEntry: a replica that
 // cannot understand an entry must stop rather than diverge.
@@ -36,6 +36,10 @@ const (
 	entryVersion byte = 1
 )
 
+// OpMoveSession is the internal opcode of a transaction that makes Owner the
+// owner of a session, after its client resumed it on that member.
+const OpMoveSession jute.OpCode = -100
+
 // ErrUnknownEntry is returned for an entry kind or version this build does
 // not know.
 var ErrUnknownEntry = errors.New("txnlog: unknown entry kind or version")
@@ -46,6 +50,9 @@ type Txn struct {
 	// RequestID identifies the proposer's waiter (0 for none). The top 8 bits
 	// are the proposing member's id, so ids are unique across members.
 	RequestID uint64
+	// Owner is the member whose client connection issued the transaction
+	// (the session's new owner for createSession and moveSession).
+	Owner int64
 	// Timeout is the negotiated session timeout (ms) of a createSession txn.
 	Timeout int32
 	// Tree is the transaction the znode tree applies. Its Time is set from
@@ -60,7 +67,7 @@ type Entry struct {
 }
 
 // minTxnSize is the smallest encoded Txn (fixed fields plus an empty vector).
-const minTxnSize = 8 + 8 + 4 + 4 + 4
+const minTxnSize = 8 + 8 + 8 + 4 + 4 + 4
 
 // Encode appends the entry's encoding to dst.
 func (en *Entry) Encode(dst []byte) []byte {
@@ -96,6 +103,7 @@ func EncodeTxn(dst []byte, t *Txn) []byte {
 func encodeTxn(e *jute.Encoder, t *Txn) {
 	e.Long(int64(t.RequestID))
 	e.Long(t.Tree.SessionID)
+	e.Long(t.Owner)
 	e.Int(int32(t.Tree.Type))
 	e.Int(t.Timeout)
 	e.Int(int32(len(t.Tree.IDs)))
@@ -135,6 +143,7 @@ func Decode(b []byte) (*Entry, error) {
 func decodeTxn(d *jute.Decoder, time int64) (*Txn, error) {
 	t := &Txn{RequestID: uint64(d.Long())}
 	t.Tree.SessionID = d.Long()
+	t.Owner = d.Long()
 	t.Tree.Type = jute.OpCode(d.Int())
 	t.Tree.Time = time
 	t.Timeout = d.Int()
@@ -163,7 +172,7 @@ func decodeTxn(d *jute.Decoder, time int64) (*Txn, error) {
 // not transactions.
 func NewBody(op jute.OpCode) (jute.Record, error) {
 	switch op {
-	case jute.OpCreateSession, jute.OpCloseSession:
+	case jute.OpCreateSession, jute.OpCloseSession, OpMoveSession:
 		return nil, nil
 	case jute.OpDeleteContainer:
 		return &jute.PathRequest{}, nil

@@ -13,7 +13,7 @@ import (
 func sampleEntry() *Entry {
 	ids := []jute.ID{{Scheme: "ip", ID: "127.0.0.1"}, {Scheme: "digest", ID: "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E="}}
 	return &Entry{Time: 1795328583539, Txns: []*Txn{
-		{RequestID: 1, Timeout: 30000, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: 0x0100000000000001}},
+		{RequestID: 1, Timeout: 30000, Owner: 2, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: 0x0100000000000001}},
 		{RequestID: 2, Tree: datatree.Txn{Type: jute.OpCreate, SessionID: 7, IDs: ids,
 			Request: &jute.CreateRequest{Path: "/a", Data: []byte("x"), ACL: jute.OpenACLUnsafe, Flags: jute.ModeEphemeral}}},
 		{RequestID: 3, Tree: datatree.Txn{Type: jute.OpCreateTTL, SessionID: 7,
@@ -26,7 +26,8 @@ func sampleEntry() *Entry {
 			{Type: jute.OpCheck, Request: &jute.CheckVersionRequest{Path: "/m", Version: 0}},
 		}}}},
 		{RequestID: 8, Tree: datatree.Txn{Type: jute.OpDeleteContainer, Request: &jute.PathRequest{Path: "/c"}}},
-		{RequestID: 9, Tree: datatree.Txn{Type: jute.OpCloseSession, SessionID: 0x0100000000000001}},
+		{RequestID: 9, Owner: 3, Tree: datatree.Txn{Type: OpMoveSession, SessionID: 0x0100000000000001}},
+		{RequestID: 10, Tree: datatree.Txn{Type: jute.OpCloseSession, SessionID: 0x0100000000000001}},
 	}}
 }
 
@@ -90,6 +91,7 @@ func EncodeTxnEntry(t *Txn) []byte {
 	e := jute.NewEncoder(nil)
 	e.Long(int64(t.RequestID))
 	e.Long(t.Tree.SessionID)
+	e.Long(t.Owner)
 	e.Int(int32(t.Tree.Type))
 	e.Int(t.Timeout)
 	e.Int(0)
