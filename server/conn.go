@@ -450,6 +450,7 @@ func (c *conn) complete(p *pending) []byte {
 		return replyFrame(jute.XidPing, c.s.node.LastZxid(), jute.OK, nil)
 	case kindWrite:
 		o := <-p.outcome
+		c.s.observeCommit(time.Since(p.received))
 		if o.Err != nil {
 			c.log.Warn("write not replicated; dropping connection", "op", p.op, "err", o.Err)
 			c.abort("write outcome unknown")
@@ -482,6 +483,7 @@ func (c *conn) recordLatency(p *pending, frame []byte) {
 	d := time.Since(p.received)
 	if p.kind != kindReply || p.op != jute.OpAuth {
 		c.s.stats.latency.add(d)
+		c.s.observeRequest(p.op, d)
 		c.lat.add(d)
 	}
 	c.everOp.Store(true)

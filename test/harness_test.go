@@ -32,6 +32,7 @@ func testConfig(t *testing.T, dataDir string) conf.Config {
 	cfg.MaxClientCnxns = 0
 	cfg.FourLetterWordWhitelist = []string{"*"}
 	cfg.SessionlessCnxnTimeout = 2000
+	cfg.AdminServerPort = 0 // a free port: many servers run side by side
 	return cfg
 }
 

@@ -1,0 +1,820 @@
+package server
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/jute"
+)
+
+// The AdminServer answers GET <admin.commandURL>/<command> with the JSON
+// object ZooKeeper's Jetty AdminServer prints (see docs/monitoring.md):
+// the command's fields, then "command" (its primary name) and "error".
+
+// adminCommand is one AdminServer command.
+type adminCommand struct {
+	// names holds the primary name first, then the aliases.
+	names []string
+	// serverRequired commands answer "not currently serving" while the
+	// server has no quorum or has not caught up.
+	serverRequired bool
+	// run returns the command's fields, or an error message (which
+	// ZooKeeper prints before "command", with no other field).
+	run func(s *Server, args url.Values) (jsonObject, string)
+}
+
+// notServingError is the error of a serverRequired command while the
+// server is not serving.
+const notServingError = "This ZooKeeper instance is not currently serving requests"
+
+// adminCommands lists the commands of ZooKeeper 3.8's AdminServer.
+func adminCommands() []adminCommand {
+	need, free := true, false
+	return []adminCommand{
+		{[]string{"configuration", "conf", "config"}, need, (*Server).adminConfiguration},
+		{[]string{"connection_stat_reset", "crst"}, need, (*Server).adminConnectionStatReset},
+		{[]string{"connections", "cons"}, need, (*Server).adminConnections},
+		{[]string{"dirs"}, need, (*Server).adminDirs},
+		{[]string{"dump"}, need, (*Server).adminDump},
+		{[]string{"environment", "env", "envi"}, free, (*Server).adminEnvironment},
+		{[]string{"get_trace_mask", "gtmk"}, free, (*Server).adminGetTraceMask},
+		{[]string{"hash"}, need, (*Server).adminHash},
+		{[]string{"initial_configuration", "icfg"}, need, (*Server).adminInitialConfiguration},
+		{[]string{"is_read_only", "isro"}, need, (*Server).adminIsReadOnly},
+		{[]string{"last_snapshot", "lsnp"}, need, (*Server).adminLastSnapshot},
+		{[]string{"leader", "lead"}, need, (*Server).adminLeader},
+		{[]string{"monitor", "mntr"}, free, (*Server).adminMonitor},
+		{[]string{"observer_connection_stat_reset", "orst"}, need, (*Server).adminNothing},
+		{[]string{"observers", "obsr"}, need, (*Server).adminObservers},
+		{[]string{"ruok"}, need, (*Server).adminNothing},
+		{[]string{"server_stats", "srvr"}, need, (*Server).adminServerStats},
+		{[]string{"set_trace_mask", "stmk"}, free, (*Server).adminSetTraceMask},
+		{[]string{"stat_reset", "srst"}, need, (*Server).adminStatReset},
+		{[]string{"stats", "stat"}, need, (*Server).adminStats},
+		{[]string{"system_properties", "sysp"}, free, (*Server).adminSystemProperties},
+		{[]string{"voting_view"}, need, (*Server).adminVotingView},
+		{[]string{"watch_summary", "wchs"}, need, (*Server).adminWatchSummary},
+		{[]string{"watches", "wchc"}, need, (*Server).adminWatches},
+		{[]string{"watches_by_path", "wchp"}, need, (*Server).adminWatchesByPath},
+		{[]string{"zabstate"}, free, (*Server).adminZabState},
+	}
+}
+
+// adminHandler serves the AdminServer's HTTP requests. It is immutable
+// after newAdminHandler.
+type adminHandler struct {
+	s       *Server
+	prefix  string // admin.commandURL, with a leading and no trailing slash
+	byName  map[string]*adminCommand
+	primary []string // primary names, sorted
+}
+
+func newAdminHandler(s *Server) *adminHandler {
+	h := &adminHandler{s: s, prefix: "/" + strings.Trim(s.cfg.AdminCommandURL, "/"), byName: make(map[string]*adminCommand)}
+	cmds := adminCommands()
+	for i := range cmds {
+		for _, n := range cmds[i].names {
+			h.byName[n] = &cmds[i]
+		}
+		h.primary = append(h.primary, cmds[i].names[0])
+	}
+	slices.Sort(h.primary)
+	return h
+}
+
+// ServeHTTP routes <prefix> and <prefix>/ to the index, <prefix>/<name> to
+// a command; anything else is 404. Only GET (and HEAD) are allowed.
+func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name, ok := h.route(r.URL.Path)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "HTTP method "+r.Method+" is not supported by this URL", http.StatusMethodNotAllowed)
+		return
+	}
+	if name == "" {
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		io.WriteString(w, h.index())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, h.run(name, r.URL.Query()))
+}
+
+// route returns the command name of a path under the prefix ("" for the
+// index) and whether the path is under the prefix at all.
+func (h *adminHandler) route(path string) (string, bool) {
+	if path == h.prefix {
+		return "", true
+	}
+	if h.prefix == "/" {
+		return strings.TrimPrefix(path, "/"), true
+	}
+	name, ok := strings.CutPrefix(path, h.prefix+"/")
+	return name, ok
+}
+
+// index is the HTML list of links to every primary command.
+func (h *adminHandler) index() string {
+	var b strings.Builder
+	base := strings.TrimSuffix(h.prefix, "/")
+	for _, n := range h.primary {
+		fmt.Fprintf(&b, "<a href=\"%s/%s\">%s</a>\n<br/>\n", base, n, n)
+	}
+	return b.String()
+}
+
+// run executes a command and renders its JSON reply.
+func (h *adminHandler) run(name string, args url.Values) string {
+	cmd := h.byName[name]
+	if cmd == nil {
+		return encodeJSON(jsonObject{{"command", name}, {"error", "Unknown command: " + name}})
+	}
+	if cmd.serverRequired && !h.s.serving.Load() {
+		return encodeJSON(jsonObject{{"command", name}, {"error", notServingError}})
+	}
+	fields, errMsg := cmd.run(h.s, args)
+	if errMsg != "" {
+		return encodeJSON(jsonObject{{"error", errMsg}, {"command", cmd.names[0]}})
+	}
+	return encodeJSON(append(fields, jsonField{"command", cmd.names[0]}, jsonField{"error", nil}))
+}
+
+// startAdminServer serves the commands on admin.serverAddress:serverPort.
+func (s *Server) startAdminServer() error {
+	addr := net.JoinHostPort(s.cfg.AdminServerAddress, strconv.Itoa(s.cfg.AdminServerPort))
+	idle := time.Duration(s.cfg.AdminIdleTimeout) * time.Millisecond
+	ep, err := serveHTTP(addr, newAdminHandler(s), idle, s.log)
+	if err != nil {
+		return fmt.Errorf("server: admin server: %w", err)
+	}
+	s.ops.mu.Lock()
+	s.ops.adminEP = ep
+	s.ops.mu.Unlock()
+	s.log.Info("serving admin commands", "addr", ep.ln.Addr().String(), "url", s.cfg.AdminCommandURL)
+	return nil
+}
+
+// adminNothing is a command without fields (ruok, orst: there are no
+// observer connections to reset).
+func (s *Server) adminNothing(url.Values) (jsonObject, string) { return nil, "" }
+
+// adminConfiguration renders the values of `conf` (parsed back from its
+// lines, so both always agree) under ZooKeeper's JSON names.
+func (s *Server) adminConfiguration(url.Values) (jsonObject, string) {
+	var b strings.Builder
+	s.writeConf(&b)
+	lines := make(map[string]string)
+	for _, line := range strings.Split(b.String(), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			lines[k] = v
+		}
+	}
+	keys := []struct{ json, conf string }{
+		{"client_port", "clientPort"}, {"data_dir", "dataDir"}, {"data_log_dir", "dataLogDir"},
+		{"tick_time", "tickTime"}, {"max_client_cnxns", "maxClientCnxns"},
+		{"min_session_timeout", "minSessionTimeout"}, {"max_session_timeout", "maxSessionTimeout"},
+		{"server_id", "serverId"}, {"client_port_listen_backlog", "clientPortListenBacklog"},
+	}
+	var out jsonObject
+	for _, k := range keys {
+		v := lines[k.conf]
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out = append(out, jsonField{k.json, n})
+		} else {
+			out = append(out, jsonField{k.json, v})
+		}
+	}
+	return out, ""
+}
+
+func (s *Server) adminConnectionStatReset(url.Values) (jsonObject, string) {
+	for _, c := range s.connections() {
+		c.resetStats()
+	}
+	return nil, ""
+}
+
+func (s *Server) adminConnections(url.Values) (jsonObject, string) {
+	return jsonObject{{"connections", s.connectionInfo(false)}, {"secure_connections", jsonArray{}}}, ""
+}
+
+// connectionInfo describes every client connection; brief keeps the
+// first five fields (stats), as ZooKeeper does.
+func (s *Server) connectionInfo(brief bool) jsonArray {
+	out := jsonArray{}
+	for _, c := range s.sortedConnections() {
+		out = append(out, c.info(brief))
+	}
+	return out
+}
+
+// info is a connection as ZooKeeper's getConnectionInfo shows it; the
+// values are cons's.
+func (c *conn) info(brief bool) jsonObject {
+	sid := c.sessionID.Load()
+	interest := 0
+	if sid != 0 {
+		interest = 1
+	}
+	o := jsonObject{
+		{"remote_socket_address", c.nc.RemoteAddr().String()},
+		{"interest_ops", interest},
+		{"outstanding_requests", len(c.queue)},
+		{"packets_received", c.recv.Load()},
+		{"packets_sent", c.sent.Load()},
+	}
+	if brief {
+		return o
+	}
+	lop := "NA"
+	if c.everOp.Load() {
+		lop = opAbbrev[jute.OpCode(c.lastOp.Load())]
+	}
+	min, avg, max, _ := c.lat.snapshot()
+	return append(o,
+		jsonField{"session_id", sid},
+		jsonField{"last_operation", lop},
+		jsonField{"established", c.established.UnixMilli()},
+		jsonField{"session_timeout", c.timeout.Load()},
+		jsonField{"last_cxid", c.lastCxid.Load()},
+		jsonField{"last_zxid", c.lastZxid.Load()},
+		jsonField{"last_response_time", c.lastResp.Load()},
+		jsonField{"last_latency", c.lastLatency.Load()},
+		jsonField{"min_latency", min},
+		jsonField{"avg_latency", int64(avg)},
+		jsonField{"max_latency", max},
+	)
+}
+
+func (s *Server) adminDirs(url.Values) (jsonObject, string) {
+	return jsonObject{
+		{"datadir_size", conf.DirSize(s.snapDir())},
+		{"logdir_size", conf.DirSize(s.txnLogDir())},
+	}, ""
+}
+
+// adminDump maps expiry times (ms) to the sessions expiring then, and
+// sessions to their ephemeral nodes, as dump shows them.
+func (s *Server) adminDump(url.Values) (jsonObject, string) {
+	buckets := s.tracker.Buckets()
+	times := make([]time.Time, 0, len(buckets))
+	for t := range buckets {
+		times = append(times, t)
+	}
+	slices.SortFunc(times, time.Time.Compare)
+	expiry := jsonObject{}
+	for _, t := range times {
+		ids := slices.Clone(buckets[t])
+		slices.Sort(ids)
+		expiry = append(expiry, jsonField{strconv.FormatInt(t.UnixMilli(), 10), ids})
+	}
+	tree := s.node.Tree()
+	ephemerals := jsonObject{}
+	for _, info := range s.node.Sessions().All() {
+		if paths := tree.SessionEphemerals(info.ID); len(paths) > 0 {
+			paths = slices.Clone(paths)
+			slices.Sort(paths)
+			ephemerals = append(ephemerals, jsonField{strconv.FormatInt(info.ID, 10), paths})
+		}
+	}
+	return jsonObject{{"expiry_time_to_session_ids", expiry}, {"session_id_to_ephemeral_paths", ephemerals}}, ""
+}
+
+func (s *Server) adminEnvironment(url.Values) (jsonObject, string) {
+	var out jsonObject
+	for _, kv := range s.environment() {
+		out = append(out, jsonField{kv.key, kv.value})
+	}
+	return out, ""
+}
+
+func (s *Server) adminGetTraceMask(url.Values) (jsonObject, string) {
+	return jsonObject{{"tracemask", traceMask}}, ""
+}
+
+// adminSetTraceMask echoes the mask, as stmk does (zkserverd has no trace
+// levels to set).
+func (s *Server) adminSetTraceMask(args url.Values) (jsonObject, string) {
+	if !args.Has("traceMask") {
+		return nil, "setTraceMask requires long traceMask argument"
+	}
+	v := args.Get("traceMask")
+	mask, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil, "setTraceMask requires long traceMask argument, got " + v
+	}
+	return jsonObject{{"tracemask", mask}}, ""
+}
+
+// adminHash lists the digest log, which zkserverd does not keep (hash
+// prints nothing either).
+func (s *Server) adminHash(url.Values) (jsonObject, string) {
+	return jsonObject{{"digests", jsonArray{}}}, ""
+}
+
+// adminInitialConfiguration is null: the server is not given the text of
+// the file it was configured from.
+func (s *Server) adminInitialConfiguration(url.Values) (jsonObject, string) {
+	return jsonObject{{"initial_configuration", nil}}, ""
+}
+
+func (s *Server) adminIsReadOnly(url.Values) (jsonObject, string) {
+	return jsonObject{{"read_only", false}}, ""
+}
+
+// adminLastSnapshot reports the newest snapshot: its zxid (hex, no 0x) and
+// when it was taken (seconds). Before the first snapshot, and in memory,
+// it reports zxid 0 at the start time, as a fresh ZooKeeper reports the
+// snapshot it writes on startup.
+func (s *Server) adminLastSnapshot(url.Values) (jsonObject, string) {
+	zxid, at, ok := lastSnapshot(filepath.Join(s.snapDir(), "raft", "snapshots"))
+	if !ok {
+		zxid, at = 0, s.started
+	}
+	return jsonObject{{"zxid", strconv.FormatUint(uint64(zxid), 16)}, {"timestamp", at.Unix()}}, ""
+}
+
+// lastSnapshot finds the newest complete snapshot of hashicorp/raft's file
+// snapshot store in dir (directories named term-index-milliseconds holding
+// meta.json and state.bin) and reads the last zxid from the replication
+// snapshot header at the start of state.bin: the 8-byte magic "ZKSDSNAP",
+// a 4-byte version, then the zxid (big-endian).
+func lastSnapshot(dir string) (zxid int64, at time.Time, ok bool) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	var best [3]uint64
+	bestName := ""
+	for _, e := range entries {
+		var term, index, ms uint64
+		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		if _, err := fmt.Sscanf(e.Name(), "%d-%d-%d", &term, &index, &ms); err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, e.Name(), "meta.json")); err != nil {
+			continue
+		}
+		if key := [3]uint64{term, index, ms}; bestName == "" || slices.Compare(key[:], best[:]) > 0 {
+			best, bestName = key, e.Name()
+		}
+	}
+	if bestName == "" {
+		return 0, time.Time{}, false
+	}
+	f, err := os.Open(filepath.Join(dir, bestName, "state.bin"))
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	defer f.Close()
+	var hdr [20]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil || string(hdr[:8]) != "ZKSDSNAP" {
+		return 0, time.Time{}, false
+	}
+	return int64(binary.BigEndian.Uint64(hdr[12:])), time.UnixMilli(int64(best[2])), true
+}
+
+// adminLeader names the leader of an ensemble; a standalone server answers
+// ZooKeeper's "server is not initialized".
+func (s *Server) adminLeader(url.Values) (jsonObject, string) {
+	if !s.node.Clustered() {
+		return nil, "server is not initialized"
+	}
+	id := s.node.Leader()
+	leaderID, leaderIP := int64(-1), ""
+	for _, m := range s.cfg.Servers {
+		if id != 0 && m.ID == id {
+			leaderID, leaderIP = id, m.Host
+		}
+	}
+	return jsonObject{{"is_leader", s.node.IsLeader()}, {"leader_id", leaderID}, {"leader_ip", leaderIP}}, ""
+}
+
+// adminMonitor is mntr's data with numbers as JSON numbers.
+func (s *Server) adminMonitor(url.Values) (jsonObject, string) {
+	var out jsonObject
+	for _, kv := range s.monitorValues() {
+		out = append(out, jsonField{kv.key, monitorValue(kv.value)})
+	}
+	return out, ""
+}
+
+// monitorValue turns an mntr value into a JSON number when it is one,
+// keeping its text (so "0.0" stays 0.0); anything else stays a string.
+func monitorValue(v string) any {
+	if _, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return jsonNumber(v)
+	}
+	if strings.ContainsAny(v, ".eE") && !strings.ContainsAny(v, "xX") {
+		if _, err := strconv.ParseFloat(v, 64); err == nil {
+			return jsonNumber(v)
+		}
+	}
+	return v
+}
+
+func (s *Server) adminObservers(url.Values) (jsonObject, string) {
+	return jsonObject{{"synced_observers", 0}, {"observers", jsonArray{}}}, ""
+}
+
+func (s *Server) adminServerStats(url.Values) (jsonObject, string) {
+	return s.serverStatsFields(), ""
+}
+
+func (s *Server) adminStats(url.Values) (jsonObject, string) {
+	return append(s.serverStatsFields(),
+		jsonField{"connections", s.connectionInfo(true)},
+		jsonField{"secure_connections", jsonArray{}}), ""
+}
+
+// serverStatsFields are the fields of server_stats (srvr's data).
+func (s *Server) serverStatsFields() jsonObject {
+	min, avg, max, _ := s.stats.latency.snapshot()
+	resp := s.responseStats()
+	stats := jsonObject{
+		{"packets_sent", s.stats.packetsSent.Load()},
+		{"packets_received", s.stats.packetsReceived.Load()},
+		{"fsync_threshold_exceed_count", 0},
+		{"client_response_stats", resp},
+		{"data_dir_size", conf.DirSize(s.snapDir())},
+		{"log_dir_size", conf.DirSize(s.txnLogDir())},
+		{"provider_null", false},
+		{"server_state", s.mode()},
+		{"last_processed_zxid", s.node.LastZxid()},
+		{"outstanding_requests", s.stats.outstanding.Load()},
+		{"avg_latency", jsonDouble(avg)},
+		{"max_latency", max},
+		{"min_latency", min},
+		{"num_alive_client_connections", len(s.connections())},
+		{"uptime", time.Since(s.started).Milliseconds()},
+		{"auth_failed_count", s.stats.authFailed.Load()},
+		{"non_mtlsremote_conn_count", 0},
+		{"non_mtlslocal_conn_count", 0},
+	}
+	out := jsonObject{
+		{"version", s.versionLine()},
+		{"read_only", false},
+		{"server_stats", stats},
+		{"client_response", resp},
+	}
+	if s.mode() == "leader" {
+		out = append(out, jsonField{"proposal_stats", jsonObject{
+			{"last_buffer_size", -1}, {"min_buffer_size", -1}, {"max_buffer_size", -1},
+		}})
+	}
+	return append(out, jsonField{"node_count", s.nodeCount()})
+}
+
+// responseStats are the reply sizes; all -1 before the first reply, as
+// ZooKeeper's buffer statistics start.
+func (s *Server) responseStats() jsonObject {
+	last, min, max := s.stats.lastRespSize.Load(), s.stats.minRespSize.Load(), s.stats.maxRespSize.Load()
+	if min < 0 {
+		last, max = -1, -1
+	}
+	return jsonObject{{"last_buffer_size", last}, {"min_buffer_size", min}, {"max_buffer_size", max}}
+}
+
+func (s *Server) adminStatReset(url.Values) (jsonObject, string) {
+	s.stats.reset()
+	return nil, ""
+}
+
+// adminSystemProperties lists the JVM-style properties that have a
+// counterpart here, sorted: the runtime's (from envi) and the zoo.cfg keys
+// ZooKeeper turns into "zookeeper.*" system properties when they differ
+// from the defaults. Keys that look like secrets are left out.
+func (s *Server) adminSystemProperties(url.Values) (jsonObject, string) {
+	props := map[string]string{
+		"file.encoding": "UTF-8", "file.separator": string(filepath.Separator),
+		"line.separator": "\n", "path.separator": string(filepath.ListSeparator),
+	}
+	for _, kv := range s.environment() {
+		if strings.HasPrefix(kv.key, "java.") || strings.HasPrefix(kv.key, "user.") ||
+			(strings.HasPrefix(kv.key, "os.") && !strings.HasPrefix(kv.key, "os.memory.")) {
+			props[kv.key] = kv.value
+		}
+	}
+	for k, v := range configProperties(s.cfg) {
+		lower := strings.ToLower(k)
+		if strings.Contains(lower, "password") || strings.Contains(lower, "digest") {
+			continue
+		}
+		if !strings.HasPrefix(k, "zookeeper.") {
+			k = "zookeeper." + k
+		}
+		props[k] = v
+	}
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make(jsonObject, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, jsonField{k, props[k]})
+	}
+	return out, ""
+}
+
+// configProperties returns the zoo.cfg keys that ZooKeeper keeps as system
+// properties, for those that differ from the defaults, and every key kept
+// uninterpreted.
+func configProperties(cfg conf.Config) map[string]string {
+	def := conf.Default()
+	out := make(map[string]string)
+	set := func(key string, v, d any) {
+		if fmt.Sprint(v) != fmt.Sprint(d) {
+			out[key] = fmt.Sprint(v)
+		}
+	}
+	set("4lw.commands.whitelist", strings.Join(cfg.FourLetterWordWhitelist, ","), strings.Join(def.FourLetterWordWhitelist, ","))
+	set("admin.enableServer", cfg.AdminEnableServer, def.AdminEnableServer)
+	set("admin.serverAddress", cfg.AdminServerAddress, def.AdminServerAddress)
+	set("admin.serverPort", cfg.AdminServerPort, def.AdminServerPort)
+	set("admin.commandURL", cfg.AdminCommandURL, def.AdminCommandURL)
+	set("admin.idleTimeout", cfg.AdminIdleTimeout, def.AdminIdleTimeout)
+	set("extendedTypesEnabled", cfg.ExtendedTypesEnabled, def.ExtendedTypesEnabled)
+	set("skipACL", cfg.SkipACL, def.SkipACL)
+	set("snapCount", cfg.SnapCount, def.SnapCount)
+	for id, class := range cfg.AuthProviders {
+		out["authProvider."+strconv.Itoa(id)] = class
+	}
+	for k, v := range cfg.Extra {
+		out[k] = v
+	}
+	return out
+}
+
+// adminVotingView lists the voting members of an ensemble (empty when
+// standalone).
+func (s *Server) adminVotingView(url.Values) (jsonObject, string) {
+	view := jsonObject{}
+	if s.node.Clustered() {
+		for _, m := range s.cfg.Servers {
+			if m.Observer {
+				continue
+			}
+			view = append(view, jsonField{strconv.FormatInt(m.ID, 10), jsonObject{
+				{"server_addresses", jsonArray{hostPort(m.Host, m.PeerPort)}},
+				{"election_addresses", jsonArray{hostPort(m.Host, m.ElectionPort)}},
+				{"client_address", s.memberClientAddress(m)},
+				{"learner_type", "participant"},
+			}})
+		}
+	}
+	return jsonObject{{"current_config", view}}, ""
+}
+
+// memberClientAddress is a member's client address as the voting view
+// shows it: this server's own listener, another member's client address
+// only when its server line has one.
+func (s *Server) memberClientAddress(m conf.Server) string {
+	if m.ID == s.cfg.MyID {
+		return s.clientAddress()
+	}
+	if m.ClientPort == 0 {
+		return ""
+	}
+	host := m.ClientAddress
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return hostPort(host, m.ClientPort)
+}
+
+// clientAddress is the client listener's address, an unspecified IP shown
+// as 0.0.0.0 as Java does.
+func (s *Server) clientAddress() string {
+	ta, ok := s.ln.Addr().(*net.TCPAddr)
+	if !ok {
+		return s.ln.Addr().String()
+	}
+	if ta.IP.IsUnspecified() {
+		return hostPort("0.0.0.0", ta.Port)
+	}
+	return ta.String()
+}
+
+func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+
+func (s *Server) adminWatchSummary(url.Values) (jsonObject, string) {
+	conns, paths, total := s.watches.Summary()
+	return jsonObject{{"num_connections", conns}, {"num_paths", paths}, {"num_total_watches", total}}, ""
+}
+
+func (s *Server) adminWatches(url.Values) (jsonObject, string) {
+	byConn := s.watches.ByConnection()
+	ids := make([]int64, 0, len(byConn))
+	for id := range byConn {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := jsonObject{}
+	for _, id := range ids {
+		out = append(out, jsonField{strconv.FormatInt(id, 10), byConn[id]})
+	}
+	return jsonObject{{"session_id_to_watched_paths", out}}, ""
+}
+
+func (s *Server) adminWatchesByPath(url.Values) (jsonObject, string) {
+	byPath := s.watches.ByPath()
+	paths := make([]string, 0, len(byPath))
+	for p := range byPath {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	out := jsonObject{}
+	for _, p := range paths {
+		out = append(out, jsonField{p, byPath[p]})
+	}
+	return jsonObject{{"path_to_session_ids", out}}, ""
+}
+
+// adminZabState is the member's protocol phase: on a standalone server
+// only voting=false and an empty state, as ZooKeeper answers.
+func (s *Server) adminZabState(url.Values) (jsonObject, string) {
+	if !s.node.Clustered() {
+		return jsonObject{{"voting", false}, {"zabstate", ""}}, ""
+	}
+	self, _ := s.cfg.Self()
+	zxid := s.node.LastZxid()
+	state := "broadcast"
+	switch {
+	case s.mode() == "looking":
+		state = "election"
+	case !s.serving.Load():
+		state = "synchronization"
+	}
+	return jsonObject{
+		{"myid", s.cfg.MyID},
+		{"is_leader", s.node.IsLeader()},
+		{"quorum_address", multipleAddresses(self.Host, self.PeerPort)},
+		{"election_address", multipleAddresses(self.Host, self.ElectionPort)},
+		{"client_address", s.clientAddress()},
+		{"voting", !self.Observer},
+		{"last_zxid", "0x" + strconv.FormatUint(uint64(zxid), 16)},
+		{"zab_epoch", zxid >> 32},
+		{"zab_counter", zxid & 0xffffffff},
+		{"zabstate", state},
+	}, ""
+}
+
+// multipleAddresses renders one address the way ZooKeeper's Jackson output
+// shows its MultipleAddresses bean.
+func multipleAddresses(host string, port int) jsonObject {
+	addr := hostPort(host, port)
+	return jsonObject{
+		{"empty", false},
+		{"all_addresses", jsonArray{addr}},
+		{"all_reachable_addresses", jsonArray{addr}},
+		{"one", addr},
+		{"reachable_address", addr},
+		{"wildcard_addresses", jsonArray{hostPort("0.0.0.0", port)}},
+		{"all_ports", jsonArray{port}},
+		{"all_host_strings", jsonArray{host}},
+		{"all_reachable_addresses_or_all", jsonArray{addr}},
+		{"reachable_or_one", addr},
+	}
+}
+
+// jsonObject is a JSON object whose keys keep their order.
+type jsonObject []jsonField
+
+// jsonField is one key of a jsonObject.
+type jsonField struct {
+	key   string
+	value any
+}
+
+// jsonArray is a JSON array.
+type jsonArray []any
+
+// jsonNumber is a number written as given.
+type jsonNumber string
+
+// jsonDouble is a Java double, written as Double.toString writes the
+// short values of the statistics ("3.5", "0.0").
+type jsonDouble float64
+
+// encodeJSON renders v as Jackson's default pretty printer does: objects
+// one "key" : value per line indented two spaces per level, arrays on one
+// line ("[ a, b ]"), empty ones as "{ }" and "[ ]", and no final newline.
+func encodeJSON(v any) string {
+	var b strings.Builder
+	writeJSON(&b, v, 0)
+	return b.String()
+}
+
+// writeJSON writes v; depth is the number of objects around it.
+func writeJSON(b *strings.Builder, v any, depth int) {
+	switch v := v.(type) {
+	case jsonObject:
+		writeJSONObject(b, v, depth)
+	case jsonArray:
+		writeJSONArray(b, len(v), func(i int) { writeJSON(b, v[i], depth) })
+	case []string:
+		writeJSONArray(b, len(v), func(i int) { writeJSONString(b, v[i]) })
+	case []int64:
+		writeJSONArray(b, len(v), func(i int) { b.WriteString(strconv.FormatInt(v[i], 10)) })
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+	case string:
+		writeJSONString(b, v)
+	case jsonNumber:
+		b.WriteString(string(v))
+	case jsonDouble:
+		b.WriteString(javaDouble(float64(v)))
+	case int:
+		b.WriteString(strconv.Itoa(v))
+	case int32:
+		b.WriteString(strconv.FormatInt(int64(v), 10))
+	case int64:
+		b.WriteString(strconv.FormatInt(v, 10))
+	default:
+		writeJSONString(b, fmt.Sprint(v))
+	}
+}
+
+func writeJSONObject(b *strings.Builder, o jsonObject, depth int) {
+	if len(o) == 0 {
+		b.WriteString("{ }")
+		return
+	}
+	b.WriteByte('{')
+	for i, f := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+		b.WriteString(strings.Repeat("  ", depth+1))
+		writeJSONString(b, f.key)
+		b.WriteString(" : ")
+		writeJSON(b, f.value, depth+1)
+	}
+	b.WriteByte('\n')
+	b.WriteString(strings.Repeat("  ", depth))
+	b.WriteByte('}')
+}
+
+func writeJSONArray(b *strings.Builder, n int, elem func(int)) {
+	if n == 0 {
+		b.WriteString("[ ]")
+		return
+	}
+	b.WriteString("[ ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		elem(i)
+	}
+	b.WriteString(" ]")
+}
+
+// writeJSONString quotes s as Jackson does: quote and backslash escaped,
+// control characters as \b \t \n \f \r or \u00XX, everything else as is.
+func writeJSONString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20:
+			fmt.Fprintf(b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+}
