@@ -124,6 +124,9 @@ type Config struct {
 	ConfigVersion int64
 
 	Servers []Server // server.N lines, sorted by ID
+	// Join (zkserverd's `join=true`) starts a member that is not part of the
+	// ensemble yet: it does not bootstrap, and waits to be added by reconfig.
+	Join bool
 	MyID    int64    // this member's id, from dataDir/myid (see Load, LoadMyID)
 
 	// Extra holds every key that is accepted but not interpreted, and every

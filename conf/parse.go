@@ -175,6 +175,8 @@ func (p *parser) setQuorumKey(key, v string) (bool, error) {
 		c.StandaloneEnabled, err = parseBool(key, v)
 	case "reconfigEnabled":
 		c.ReconfigEnabled, err = parseBool(key, v)
+	case "join":
+		c.Join, err = parseBool(key, v)
 	case "localSessionsEnabled":
 		c.LocalSessionsEnabled, err = parseBool(key, v)
 	case "localSessionsUpgradingEnabled":

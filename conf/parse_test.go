@@ -552,3 +552,19 @@ func FuzzParse(f *testing.F) {
 		_ = c.ClientAddr()
 	})
 }
+
+func TestParseServerLineAndJoin(t *testing.T) {
+	s, err := ParseServerLine("server.4=127.0.0.1:2891:3891:observer;127.0.0.1:2184")
+	if err != nil || s.ID != 4 || s.PeerPort != 2891 || s.ElectionPort != 3891 || !s.Observer || s.ClientPort != 2184 {
+		t.Fatalf("ParseServerLine = %+v %v", s, err)
+	}
+	for _, bad := range []string{"server.x=1:2:3", "4=127.0.0.1:1:2", "server.4=nohostports", "server.0=h:1:2"} {
+		if _, err := ParseServerLine(bad); err == nil {
+			t.Errorf("ParseServerLine(%q) accepted", bad)
+		}
+	}
+	c, _, err := Parse(strings.NewReader("dataDir=/d\njoin=true\n"))
+	if err != nil || !c.Join {
+		t.Fatalf("join=true: %v %v", c.Join, err)
+	}
+}

@@ -92,3 +92,22 @@ func atoiPort(s string) (int, bool) {
 	n, err := strconv.ParseInt(s, 10, 32)
 	return int(n), err == nil
 }
+
+// ParseServerLine parses one "server.N=spec" line as found in a dynamic
+// configuration (/zookeeper/config) or a reconfig request.
+func ParseServerLine(line string) (Server, error) {
+	key, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+	if !ok || !strings.HasPrefix(key, "server.") {
+		return Server{}, keyErr(line, "", "is not server.N=spec")
+	}
+	id, err := strconv.ParseInt(strings.TrimPrefix(key, "server."), 10, 64)
+	if err != nil || id <= 0 {
+		return Server{}, keyErr(key, v, "does not name a positive numeric server id")
+	}
+	s, err := parseServer(key, strings.TrimSpace(v))
+	if err != nil {
+		return Server{}, err
+	}
+	s.ID = id
+	return s, nil
+}

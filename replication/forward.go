@@ -254,6 +254,13 @@ func (n *Node) handleForward(kind byte, seq int64, body []byte) fwdReply {
 		}
 		r.body = binary.BigEndian.AppendUint64(nil, n.raft.LastIndex())
 		return r
+	case fwdReconfig:
+		if !n.IsLeader() {
+			r.status = fwdNotLeader
+			return r
+		}
+		r.wait = n.handleReconfig(body)
+		return r
 	case fwdPropose:
 		if !n.IsLeader() {
 			r.status = fwdNotLeader

@@ -95,6 +95,10 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 			f.finishWithoutTree(txn, zxid, &datatree.Result{Err: code})
 			continue
 		}
+		if t.Tree.Type == txnlog.OpSetConfig {
+			f.finishWithoutTree(txn, zxid, f.setConfig(tree, t, zxid))
+			continue
+		}
 		if t.Tree.Type == txnlog.OpMoveSession {
 			sessions.SetOwner(t.Tree.SessionID, t.Owner)
 			f.finishWithoutTree(txn, zxid, &datatree.Result{})
@@ -141,6 +145,22 @@ func sessionCheck(sessions *session.Table, t *txnlog.Txn) jute.Code {
 	}
 	return jute.OK
 }
+
+// setConfig replaces /zookeeper/config with the server lines of a reconfig
+// and the version ZooKeeper gives a configuration: the zxid that made it.
+func (f *fsm) setConfig(tree *datatree.Tree, t *txnlog.Txn, zxid int64) *datatree.Result {
+	req, ok := t.Tree.Request.(*jute.SetDataRequest)
+	if !ok {
+		return &datatree.Result{Err: jute.MarshallingError}
+	}
+	text := append(append([]byte(nil), req.Data...), fmt.Sprintf("version=%x", zxid)...)
+	tree.SetConfigNode(text, zxid, t.Tree.Time)
+	data, st, _ := tree.GetData(configPath, nil, nil)
+	return &datatree.Result{Response: &jute.GetDataResponse{Data: data, Stat: st}}
+}
+
+// configPath is the znode holding the dynamic configuration.
+const configPath = "/zookeeper/config"
 
 // finishWithoutTree completes a transaction the tree does not apply.
 func (f *fsm) finishWithoutTree(txn *txnlog.Txn, zxid int64, res *datatree.Result) {

@@ -66,6 +66,9 @@ type Config struct {
 	// OnTouch receives session liveness reports (on the leader), from this
 	// member and from the others.
 	OnTouch func(ids []int64)
+	// Join starts a member that is not in the ensemble yet: it does not
+	// bootstrap and waits for the leader to add it (reconfig).
+	Join bool
 	// Logger receives structured logs (nil: discarded).
 	Logger *slog.Logger
 }
@@ -193,7 +196,7 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return fmt.Errorf("replication: inspect state: %w", err)
 	}
-	if !has {
+	if !has && !n.cfg.Join {
 		if err := raft.BootstrapCluster(rc, logs, stable, snaps, trans, boot); err != nil {
 			return fmt.Errorf("replication: bootstrap: %w", err)
 		}
@@ -539,12 +542,28 @@ func (n *Node) Role() string {
 	case raft.Leader:
 		return "leader"
 	case raft.Follower:
-		if self, _ := n.self(); self.Observer {
+		if n.isNonvoter() {
 			return "observer"
 		}
 		return "follower"
 	}
 	return "looking"
+}
+
+// isNonvoter reports whether raft's current membership lists this member
+// as a non-voter (an observer).
+func (n *Node) isNonvoter() bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == serverID(n.cfg.ServerID) {
+			return s.Suffrage == raft.Nonvoter
+		}
+	}
+	self, _ := n.self()
+	return self.Observer
 }
 
 // Leader returns the current leader's server id, or 0 when none is known.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 
 	"github.com/hashicorp/raft"
 )
@@ -22,7 +23,9 @@ type Peer struct {
 // peerSet resolves member ids to the addresses written in this member's own
 // configuration, never to addresses replicated from elsewhere, so that any
 // link can be routed through a proxy or a changed address.
+// mu guards byID: reconfig changes it at runtime.
 type peerSet struct {
+	mu   sync.RWMutex
 	byID map[raft.ServerID]Peer
 }
 
@@ -38,6 +41,8 @@ func newPeerSet(peers []Peer) *peerSet {
 
 // ServerAddr implements raft.ServerAddressProvider.
 func (ps *peerSet) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
 	p, ok := ps.byID[id]
 	if !ok {
 		return "", fmt.Errorf("replication: no address configured for server %s", id)
@@ -47,8 +52,23 @@ func (ps *peerSet) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
 
 // forwardAddr returns the forwarding address of member id.
 func (ps *peerSet) forwardAddr(id raft.ServerID) (string, bool) {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
 	p, ok := ps.byID[id]
 	return p.ForwardAddr, ok
+}
+
+// learn adds or updates peers this member did not have in its own
+// configuration (members added by reconfig). Members already configured
+// keep their locally written addresses.
+func (ps *peerSet) learn(peers []Peer) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range peers {
+		if _, ok := ps.byID[serverID(p.ID)]; !ok {
+			ps.byID[serverID(p.ID)] = p
+		}
+	}
 }
 
 // configuration is the raft membership a fresh ensemble bootstraps with:

@@ -29,6 +29,7 @@ const (
 	kindRead
 	kindWrite
 	kindSync
+	kindReconfig
 )
 
 // pending is one request in a connection's pipeline.
@@ -39,6 +40,7 @@ type pending struct {
 	req        jute.Record
 	outcome    <-chan replication.Outcome
 	frame      []byte
+	ids        []jute.ID // the connection's identities when the request arrived
 	closeAfter bool
 	received   time.Time
 }
@@ -68,6 +70,7 @@ type conn struct {
 	timeout        atomic.Int32
 	closeRequested atomic.Bool
 	aborted        atomic.Bool
+	done           chan struct{} // closed by abort
 
 	idsMu sync.Mutex
 	ids   []jute.ID
@@ -93,6 +96,7 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 		queue:       make(chan *pending, pipelineDepth),
 		established: time.Now(),
 		lat:         newLatencyStats(),
+		done:        make(chan struct{}),
 		log:         s.log.With("remote", nc.RemoteAddr().String()),
 	}
 	c.ids = initialIDs(nc.RemoteAddr())
@@ -138,6 +142,7 @@ func (c *conn) abort(reason string) {
 	if c.aborted.Swap(true) {
 		return
 	}
+	close(c.done)
 	c.log.Info("closing connection", "reason", reason, "session", hexID(c.sessionID.Load()))
 	c.nc.Close()
 	c.out.close()
@@ -382,8 +387,8 @@ func (c *conn) handle(payload []byte) bool {
 		return true
 	}
 	switch {
-	case h.Type == jute.OpReconfig:
-		return reply(jute.ReconfigDisabled, c.s.node.LastZxid(), false)
+	case h.Type == jute.OpReconfig && c.s.cfg.ReconfigEnabled:
+		c.enqueue(&pending{kind: kindReconfig, xid: h.Xid, op: h.Type, req: req, ids: c.authIDs(), received: now})
 	case h.Type.IsWrite():
 		return c.submitWrite(h, req, sid, now)
 	case h.Type == jute.OpSync:
@@ -441,6 +446,24 @@ func (c *conn) completeLoop() {
 	}
 }
 
+// awaitOutcome waits for a write's outcome, at most the write timeout and
+// no longer than the connection lives. A write committed by the leader but
+// not applied here (this member was cut off or removed) ends the connection
+// instead of holding it forever: for the client that is a ConnectionLoss.
+func (c *conn) awaitOutcome(p *pending) (replication.Outcome, bool) {
+	timer := time.NewTimer(c.writeTimeout())
+	defer timer.Stop()
+	select {
+	case o := <-p.outcome:
+		return o, true
+	case <-c.done:
+		return replication.Outcome{}, false
+	case <-timer.C:
+		c.abort("write not applied in time")
+		return replication.Outcome{}, false
+	}
+}
+
 // complete produces the reply frame of one item (nil: no reply).
 func (c *conn) complete(p *pending) []byte {
 	switch p.kind {
@@ -449,7 +472,10 @@ func (c *conn) complete(p *pending) []byte {
 	case kindPing:
 		return replyFrame(jute.XidPing, c.s.node.LastZxid(), jute.OK, nil)
 	case kindWrite:
-		o := <-p.outcome
+		o, ok := c.awaitOutcome(p)
+		if !ok {
+			return nil
+		}
 		c.s.observeCommit(time.Since(p.received))
 		if o.Err != nil {
 			c.log.Warn("write not replicated; dropping connection", "op", p.op, "err", o.Err)
@@ -465,6 +491,9 @@ func (c *conn) complete(p *pending) []byte {
 		return replyFrame(p.xid, o.Zxid, o.Result.Err, o.Result.Response)
 	case kindSync:
 		return c.completeSync(p)
+	case kindReconfig:
+		zxid, code, body := c.reconfigure(p.req.(*jute.ReconfigRequest), p.ids)
+		return replyFrame(p.xid, zxid, code, body)
 	default:
 		return c.execRead(p)
 	}

@@ -12,22 +12,28 @@ import (
 	"github.com/zkserverd/zkserverd/replication"
 )
 
-// peersOf turns zoo.cfg server.N lines into replication peers: the quorum
-// port carries raft, the election port carries write forwarding.
+// peersOf turns zoo.cfg server.N lines into replication peers (none for a
+// standalone server).
 func peersOf(cfg conf.Config) []replication.Peer {
 	if !cfg.Distributed() {
 		return nil
 	}
 	peers := make([]replication.Peer, 0, len(cfg.Servers))
 	for _, s := range cfg.Servers {
-		peers = append(peers, replication.Peer{
-			ID:          s.ID,
-			RaftAddr:    net.JoinHostPort(s.Host, strconv.Itoa(s.PeerPort)),
-			ForwardAddr: net.JoinHostPort(s.Host, strconv.Itoa(s.ElectionPort)),
-			Observer:    s.Observer,
-		})
+		peers = append(peers, peerOf(s))
 	}
 	return peers
+}
+
+// peerOf maps one server line: the quorum port carries raft, the election
+// port carries write forwarding.
+func peerOf(s conf.Server) replication.Peer {
+	return replication.Peer{
+		ID:          s.ID,
+		RaftAddr:    net.JoinHostPort(s.Host, strconv.Itoa(s.PeerPort)),
+		ForwardAddr: net.JoinHostPort(s.Host, strconv.Itoa(s.ElectionPort)),
+		Observer:    s.Observer,
+	}
 }
 
 // dynamicConfigText is /zookeeper/config's data on an ensemble member:
@@ -170,8 +176,14 @@ func (s *Server) waitServing(ctx context.Context) {
 
 // markServing sets the config node and opens the doors to clients.
 func (s *Server) markServing() {
-	if text := dynamicConfigText(s.cfg); text != nil {
-		s.node.Tree().SetConfigNode(text, 0, time.Now().UnixMilli())
+	// The configuration files seed /zookeeper/config once; after that it is
+	// replicated state that reconfig changes.
+	if data, _, _ := s.node.Tree().GetData(configPath, nil, nil); len(data) == 0 {
+		if text := dynamicConfigText(s.cfg); text != nil {
+			s.node.Tree().SetConfigNode(text, 0, time.Now().UnixMilli())
+		}
+	} else {
+		s.learnConfig(data)
 	}
 	s.serving.Store(true)
 	s.log.Info("serving clients", "mode", s.node.Role(), "zxid", hexID(s.node.LastZxid()))

@@ -23,6 +23,12 @@ func (o *observer) Applied(txn *txnlog.Txn, zxid int64, res *datatree.Result) {
 	switch txn.Tree.Type {
 	case jute.OpCreateSession:
 		s.tracker.Add(txn.Tree.SessionID, time.Duration(txn.Timeout)*time.Millisecond)
+	case txnlog.OpSetConfig:
+		if res.Err == jute.OK {
+			if r, ok := res.Response.(*jute.GetDataResponse); ok {
+				s.learnConfig(r.Data)
+			}
+		}
 	case jute.OpCloseSession:
 		s.tracker.Remove(txn.Tree.SessionID)
 		if c := s.sessionConn(txn.Tree.SessionID); c != nil && !c.closeRequested.Load() {

@@ -40,6 +40,12 @@ const (
 // owner of a session, after its client resumed it on that member.
 const OpMoveSession jute.OpCode = -100
 
+// OpSetConfig is the internal opcode of a transaction that replaces the
+// ensemble's dynamic configuration (/zookeeper/config) after a reconfig. Its
+// body is a SetDataRequest carrying the server lines; the applied text ends
+// with "version=<zxid in hex>".
+const OpSetConfig jute.OpCode = -101
+
 // ErrUnknownEntry is returned for an entry kind or version this build does
 // not know.
 var ErrUnknownEntry = errors.New("txnlog: unknown entry kind or version")
@@ -176,6 +182,8 @@ func NewBody(op jute.OpCode) (jute.Record, error) {
 		return nil, nil
 	case jute.OpDeleteContainer:
 		return &jute.PathRequest{}, nil
+	case OpSetConfig:
+		return &jute.SetDataRequest{}, nil
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
 		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpCheck, jute.OpMulti,
 		jute.OpReconfig:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
@@ -48,7 +49,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.clientPort, "client-port", 0, "client port (overrides clientPort; default 2181)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	root.AddCommand(newVersionCommand(), newClusterCommand(stderr))
+	root.AddCommand(newVersionCommand(), newClusterCommand(stderr), newHealthcheckCommand(&f), newPrintConfigCommand())
 	return root
 }
 
@@ -67,13 +68,24 @@ func newVersionCommand() *cobra.Command {
 // standalone defaults, then the flags that were set.
 func loadConfig(cmd *cobra.Command, f runFlags, logger *slog.Logger) (conf.Config, error) {
 	cfg := conf.Default()
-	if f.config != "" {
+	switch {
+	case f.config != "":
 		loaded, warnings, err := conf.Load(f.config)
 		if err != nil {
 			return cfg, err
 		}
 		for _, w := range warnings {
 			logger.Warn("configuration", "warning", w, "file", f.config)
+		}
+		cfg = loaded
+	case conf.EnvPresent(os.Environ()):
+		// The official ZooKeeper image's ZOO_* variables (Docker).
+		loaded, warnings, err := conf.LoadEnv(os.Environ())
+		if err != nil {
+			return cfg, err
+		}
+		for _, w := range warnings {
+			logger.Warn("configuration", "warning", w, "source", "environment")
 		}
 		cfg = loaded
 	}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLocalAddr(t *testing.T) {
+	cases := map[string]string{":2181": "127.0.0.1:2181", "0.0.0.0:2181": "127.0.0.1:2181",
+		"[::]:2181": "127.0.0.1:2181", "10.1.2.3:2181": "10.1.2.3:2181"}
+	for in, want := range cases {
+		if got := localAddr(in); got != want {
+			t.Errorf("localAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// fakeFourLetter answers one connection with text.
+func fakeFourLetter(t *testing.T, text string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		buf := make([]byte, 4)
+		c.Read(buf)
+		c.Write([]byte(text))
+		c.Close()
+	}()
+	return ln.Addr().String()
+}
+
+func TestProbeMode(t *testing.T) {
+	if mode, err := probeMode(fakeFourLetter(t, "Zookeeper version: x\nMode: follower\nNode count: 5\n"), time.Second); err != nil || mode != "follower" {
+		t.Fatalf("serving follower: %q %v", mode, err)
+	}
+	if _, err := probeMode(fakeFourLetter(t, "This ZooKeeper instance is not currently serving requests\n"), time.Second); err == nil {
+		t.Fatal("a server without quorum passed the health check")
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	var out bytes.Buffer
+	cmd := newRootCommand(&out, &out)
+	cmd.SetArgs([]string{"version"})
+	if err := cmd.Execute(); err != nil || !strings.HasPrefix(out.String(), "zkserverd 3.8.0") {
+		t.Fatalf("version: %q %v", out.String(), err)
+	}
+}
+
+func TestInvalidConfigNamesTheKey(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/zoo.cfg"
+	if err := writeFile(path, "dataDir="+dir+"\ntickTime=abc\n"); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd := newRootCommand(&out, &out)
+	cmd.SetArgs([]string{"--config", path})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "tickTime") {
+		t.Fatalf("bad tickTime: %v", err)
+	}
+}
+
+func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o600) }
