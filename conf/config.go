@@ -127,7 +127,7 @@ type Config struct {
 	// Join (zkserverd's `join=true`) starts a member that is not part of the
 	// ensemble yet: it does not bootstrap, and waits to be added by reconfig.
 	Join bool
-	MyID    int64    // this member's id, from dataDir/myid (see Load, LoadMyID)
+	MyID int64 // this member's id, from dataDir/myid (see Load, LoadMyID)
 
 	// Extra holds every key that is accepted but not interpreted, and every
 	// unknown key, as written in the file.

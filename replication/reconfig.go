@@ -122,4 +122,3 @@ func decodeChange(b []byte) (MembershipChange, error) {
 	}
 	return ch, d.Finish(true)
 }
-
