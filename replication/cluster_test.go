@@ -226,3 +226,24 @@ func TestClusterObserverServesReads(t *testing.T) {
 	}
 	c.converged()
 }
+
+func TestClusterLaggingMemberInstallsSnapshot(t *testing.T) {
+	c := newTestCluster(t, 3)
+	lead := c.leader()
+	lagging := (lead + 1) % 3
+	c.nodes[lagging].Close()
+	c.nodes[lagging] = nil
+	for i := 0; i < 200; i++ { // far past TrailingLogs (8) and the snapshot threshold (32)
+		if o := await(t, c.nodes[lead].Submit(createTxn(fmt.Sprintf("/s%d", i)))); o.Err != nil {
+			t.Fatal(o.Err)
+		}
+	}
+	if err := c.nodes[lead].Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	c.start(lagging)
+	c.converged()
+	if idx := c.nodes[lagging].Stats()["last_snapshot_index"]; idx == "0" || idx == "" {
+		t.Fatalf("the lagging member caught up without a snapshot (last_snapshot_index %q)", idx)
+	}
+}
