@@ -46,20 +46,27 @@ func startEnsemble(t *testing.T, size int, observers ...int64) *ensemble {
 		cfg.ClientPort = lines[i].ClientPort
 		e.cfgs = append(e.cfgs, cfg)
 	}
+	e.launch(size)
+	return e
+}
+
+// launch starts every member, arranges for them to stop with the test, and
+// waits until the first serving members serve.
+func (e *ensemble) launch(serving int) {
+	e.t.Helper()
 	for i := range e.servers {
 		e.start(i)
 	}
-	t.Cleanup(func() {
+	e.t.Cleanup(func() {
 		for _, s := range e.servers {
 			if s != nil {
 				s.Close()
 			}
 		}
 	})
-	for i := range e.servers {
+	for i := 0; i < serving; i++ {
 		e.waitServing(i)
 	}
-	return e
 }
 
 func (e *ensemble) start(i int) {

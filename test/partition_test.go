@@ -49,19 +49,7 @@ func proxiedEnsemble(t *testing.T, size int) (*ensemble, [][]*linkProxy) {
 		cfg.ClientPort = real[i].ClientPort
 		e.cfgs = append(e.cfgs, cfg)
 	}
-	for i := range e.servers {
-		e.start(i)
-	}
-	t.Cleanup(func() {
-		for _, s := range e.servers {
-			if s != nil {
-				s.Close()
-			}
-		}
-	})
-	for i := range e.servers {
-		e.waitServing(i)
-	}
+	e.launch(size)
 	return e, links
 }
 

@@ -36,19 +36,7 @@ func TestEnsembleReconfigAddRemove(t *testing.T) {
 		cfg.ClientPort = lines[i].ClientPort
 		e.cfgs = append(e.cfgs, cfg)
 	}
-	for i := 0; i < 4; i++ {
-		e.start(i)
-	}
-	t.Cleanup(func() {
-		for _, s := range e.servers {
-			if s != nil {
-				s.Close()
-			}
-		}
-	})
-	for i := 0; i < 3; i++ {
-		e.waitServing(i)
-	}
+	e.launch(3) // member 4 serves only once it has been added
 	c, _ := connect(t, e.addr(0), 4*time.Second)
 	if _, err := c.Create("/before-join", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
