@@ -48,17 +48,22 @@ type Result struct {
 	// Events are the watch triggers in ZooKeeper's order (semantics.md §8);
 	// empty when nothing changed.
 	Events []Event
+	// QuotaWarnings lists the quota limits the write went over (see
+	// quota.go), including a hard limit that made it fail with
+	// QuotaExceeded. ZooKeeper logs these; nothing else sees them.
+	QuotaWarnings []QuotaWarning
 
 	evBuf [2]Event // backing store for the common one- and two-event cases
 }
 
 // applyCtx is the state of one Apply call.
 type applyCtx struct {
-	txn    *Txn
-	zxid   int64
-	events []Event
-	undo   []undoRec // recorded only inside a multi
-	multi  bool
+	txn      *Txn
+	zxid     int64
+	events   []Event
+	undo     []undoRec // recorded only inside a multi
+	multi    bool
+	warnings []QuotaWarning
 }
 
 func (c *applyCtx) emit(typ jute.EventType, path string) {
@@ -82,6 +87,8 @@ func (t *Tree) Apply(txn *Txn, zxid int64, hook func(*Txn, *Result)) *Result {
 	if len(ctx.events) > 0 {
 		res.Events = ctx.events
 	}
+	res.QuotaWarnings = ctx.warnings
+	t.recordQuotaWarnings(ctx.warnings)
 	if hook != nil {
 		hook(txn, res)
 	}
@@ -298,6 +305,9 @@ func (t *Tree) create(ctx *applyCtx, op jute.OpCode, a createArgs) (*node, jute.
 	if parent.kind == kindEphemeral {
 		return nil, jute.NoChildrenForEphemerals
 	}
+	if code := t.checkQuota(ctx, path, 1, int64(len(a.data))); code != jute.OK {
+		return nil, code
+	}
 	kind, owner := newNodeKind(op, &a, ctx.txn.SessionID)
 	n := &node{
 		path: path, data: a.data, kind: kind, owner: owner,
@@ -312,6 +322,7 @@ func (t *Tree) create(ctx *applyCtx, op jute.OpCode, a createArgs) (*node, jute.
 	t.link(parent, parentPath, n)
 	parent.cversion++
 	parent.pzxid = ctx.zxid
+	t.quotaCreated(ctx, n, len(a.data))
 	ctx.emit(jute.EventNodeCreated, path)
 	ctx.emit(jute.EventNodeChildrenChanged, eventParent(parentPath))
 	return n, jute.OK
@@ -356,9 +367,11 @@ func (t *Tree) delete(ctx *applyCtx, path string, version int32) jute.Code {
 	return jute.OK
 }
 
-// deleteContainer applies the reaper's delete of a container or TTL node:
-// ZooKeeper only refuses a node with children (NotEmpty) or a normal
-// ephemeral (BadVersion); the reaping criteria were checked by the reaper.
+// deleteContainer applies the reaper's delete of a container or TTL node.
+// Like ZooKeeper it refuses a node with children (NotEmpty) and a normal
+// ephemeral (BadVersion); it also re-checks the reaping criteria at the
+// transaction's time (reapCheck), so a node changed since the reaper looked
+// stays.
 func (t *Tree) deleteContainer(ctx *applyCtx, path string) jute.Code {
 	parentPath, _, ok := splitParent(path)
 	if !ok || containsNUL(path) || isSystemPath(path) {
@@ -371,8 +384,8 @@ func (t *Tree) deleteContainer(ctx *applyCtx, path string) jute.Code {
 	if len(n.children) > 0 {
 		return jute.NotEmpty
 	}
-	if n.kind == kindEphemeral {
-		return jute.BadVersion
+	if code := reapCheck(n, ctx.txn.Time); code != jute.OK {
+		return code
 	}
 	parent := t.lookup(parentPath)
 	if parent == nil {
@@ -391,6 +404,7 @@ func (t *Tree) deleteNode(ctx *applyCtx, parent *node, parentPath string, n *nod
 	t.unlink(parent, parentPath, n)
 	t.acls.release(n.acl)
 	parent.pzxid = ctx.zxid
+	t.updateQuota(ctx, n.path, -1, -int64(len(n.data)))
 	ctx.emit(jute.EventNodeDeleted, n.path)
 	ctx.emit(jute.EventNodeChildrenChanged, eventParent(parentPath))
 }
@@ -407,6 +421,10 @@ func (t *Tree) setData(ctx *applyCtx, r *jute.SetDataRequest) (*node, jute.Code)
 	if !t.allowed(n, ctx.txn.IDs, jute.PermWrite) {
 		return nil, jute.NoAuth
 	}
+	bytesDiff := int64(len(r.Data) - len(n.data))
+	if code := t.checkQuota(ctx, n.path, 0, bytesDiff); code != jute.OK {
+		return nil, code
+	}
 	if code := checkVersion(n.version, r.Version); code != jute.OK {
 		return nil, code
 	}
@@ -414,11 +432,12 @@ func (t *Tree) setData(ctx *applyCtx, r *jute.SetDataRequest) (*node, jute.Code)
 		ctx.undo = append(ctx.undo, undoRec{op: undoSetData, n: n, data: n.data,
 			version: n.version, mzxid: n.mzxid, mtime: n.mtime})
 	}
-	t.dataSize += int64(len(r.Data) - len(n.data))
+	t.dataSize += bytesDiff
 	n.data = r.Data
 	n.version++
 	n.mzxid = ctx.zxid
 	n.mtime = ctx.txn.Time
+	t.updateQuota(ctx, n.path, 0, bytesDiff)
 	ctx.emit(jute.EventNodeDataChanged, n.path)
 	return n, jute.OK
 }

@@ -21,7 +21,11 @@
 // Apply is deterministic: no clocks, no randomness, no I/O, no goroutines;
 // every iteration whose order shows in the result or the state is sorted.
 // ZooKeeper errors decided at apply time are jute.Code values, never Go
-// errors. Container and TTL reaping and quota accounting are not done here:
-// the tree keeps indexes of container and TTL nodes for a reaper that
-// proposes OpDeleteContainer transactions.
+// errors. Reaping is split as the replicated write path requires: the
+// leader's reaper asks ReapCandidates (from the container and TTL indexes)
+// and proposes OpDeleteContainer transactions, and Apply re-checks each one
+// at the transaction's own time, keeping a node that changed meanwhile.
+// Quota statistics (/zookeeper/quota/<path>/zookeeper_stats) are kept current
+// inside Apply, deterministically, and hard limits are enforced when
+// Config.EnforceQuota is set.
 package datatree

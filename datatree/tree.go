@@ -17,6 +17,9 @@ type Config struct {
 	// permission check passes and ACL lists are only shape-validated
 	// (see defaultFixupACL).
 	Authorizer Authorizer
+	// EnforceQuota (zookeeper.enforceQuota) makes a create or setData that
+	// would exceed a hard quota limit fail with QuotaExceeded (quota.go).
+	EnforceQuota bool
 }
 
 // nodeKind says what a node's ephemeralOwner means.
@@ -94,12 +97,13 @@ type Tree struct {
 	// ephemerals indexes normal ephemeral nodes by owning session.
 	ephemerals map[int64]map[string]struct{}
 	// containers and ttls index the reaper's candidates (containers and
-	// TTL nodes); the container/TTL reaper (a later issue) scans these.
+	// TTL nodes); ReapCandidates (reap.go) scans these.
 	containers map[string]struct{}
 	ttls       map[string]struct{}
 
 	ephemeralCount int
 	dataSize       int64 // sum of javaLen(path)+len(data) over all nodes
+	quotaWarn      quotaWarnings
 }
 
 // New returns a fresh tree holding the system nodes of a new ZooKeeper

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,14 +15,20 @@ import (
 	"github.com/zkserverd/zkserverd/txnlog"
 )
 
+// freeAddr returns a free loopback address below the kernel's ephemeral
+// port range, so outgoing connections cannot take it before the bind.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for i := 0; i < 200; i++ {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(20000+rand.IntN(12000)))
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			ln.Close()
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port found")
+	return ""
 }
 
 type testCluster struct {

@@ -40,6 +40,8 @@ type Options struct {
 	InMemory bool
 	// Clock drives session expiry (nil: the real clock).
 	Clock session.Clock
+	// ReaperClock drives the container/TTL reaper (nil: the real clock).
+	ReaperClock session.Clock
 	// Registerer receives the server's Prometheus metrics and Gatherer is
 	// what /metrics serves (nil: a registry of the server's own; see
 	// metrics.go).
@@ -64,6 +66,8 @@ type Server struct {
 	logDir   string
 	serverID int64
 	ops      *operations // metrics registry, /metrics and AdminServer (metrics.go, admin.go)
+
+	reaperClock session.Clock // Options.ReaperClock (reaper.go)
 
 	ln     net.Listener
 	ctx    context.Context
@@ -105,6 +109,7 @@ func New(opts Options) (*Server, error) {
 		bySession: make(map[int64]*conn),
 		perIP:     make(map[string]int),
 	}
+	s.reaperClock = opts.ReaperClock // container/TTL reaper (reaper.go)
 	s.dataDir, s.logDir = cfg.DataDir, cfg.DataLogDir
 	if s.logDir == "" {
 		s.logDir = s.dataDir
@@ -137,6 +142,7 @@ func New(opts Options) (*Server, error) {
 		TickTime:          time.Duration(cfg.TickTime) * time.Millisecond,
 		ForwardTimeout:    time.Duration(cfg.InitLimit*cfg.TickTime) * time.Millisecond,
 		OnTouch:           s.onTouch,
+		Join:              cfg.Join,
 	})
 	if err != nil {
 		return nil, err
@@ -149,6 +155,7 @@ func New(opts Options) (*Server, error) {
 // permission checks off (ACL lists are still validated).
 func treeConfig(cfg conf.Config, authReg *acl.Registry) datatree.Config {
 	tc := datatree.Config{ExtendedTypesEnabled: cfg.ExtendedTypesEnabled}
+	tc.EnforceQuota = enforceQuota(cfg) // zookeeper.enforceQuota (reaper.go)
 	if !cfg.SkipACL {
 		tc.Authorizer = authReg
 	}
@@ -181,6 +188,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.goAndTrack(func() { s.tracker.Run(s.ctx) })
+	s.goAndTrack(func() { s.runReaper(s.ctx) }) // container/TTL reaper (reaper.go)
 	s.goAndTrack(s.acceptLoop)
 	if s.node.Clustered() {
 		s.goAndTrack(func() { s.reportTouches(s.ctx) })

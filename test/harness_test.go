@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -136,15 +138,21 @@ func zkBinary(t *testing.T) string {
 	return binPath
 }
 
-// freePort asks the kernel for an unused loopback port.
+// freePort returns a loopback port that is free now, chosen below the
+// kernel's ephemeral range (32768+), so the outgoing connections of the
+// tests themselves cannot take it between this call and the server's bind.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for i := 0; i < 200; i++ {
+		port := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			ln.Close()
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port found")
+	return 0
 }
 
 // process is a zkserverd child process.

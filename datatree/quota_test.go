@@ -1,0 +1,251 @@
+package datatree
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/zkserverd/zkserverd/jute"
+)
+
+func TestStatsTrackFormat(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string // re-encoded
+	}{
+		{"count=10,bytes=-1", "count=10,bytes=-1"},
+		{"", "count=-1,bytes=-1"},
+		// zkCli setquota -N 10 (3.7+): the '=' after bytes hides the rest
+		// from pre-3.7 parsers.
+		{"count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=10", "count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=10"},
+		{"countHardLimit=3;bytes=7,,count=2", "count=2,bytes=7=;countHardLimit=3"},
+		{"count=,bytes=5=", "count=-1,bytes=5"},
+		{"count=x,bytes,=4,bytes=9", "count=-1,bytes=9=;=4"},
+	}
+	for _, tc := range tests {
+		if got := string(parseStatsTrack([]byte(tc.in)).encode()); got != tc.want {
+			t.Errorf("%q re-encoded as %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	st := parseStatsTrack([]byte("count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=10"))
+	if st.get(quotaCountHardLimit) != 10 || st.get(quotaCount) != -1 || st.get("nothing") != -1 {
+		t.Errorf("parsed %v", st)
+	}
+}
+
+// setQuota creates the nodes zkCli setquota creates for root: the quota
+// path's components, the limits node with limits and the stats node.
+func (h *harness) setQuota(root, limits string) {
+	h.tb.Helper()
+	p := quotaPath
+	for _, c := range strings.Split(root[1:], "/") {
+		p += "/" + c
+		if _, code := h.tree.Exists(p, nil); code == jute.NoNode {
+			h.mustCreateData(p, nil)
+		}
+	}
+	h.mustCreateData(p+"/"+quotaLimitsName, []byte(limits))
+	h.mustCreateData(p+"/"+quotaStatsName, []byte("count=0,bytes=0"))
+}
+
+func (h *harness) mustCreateData(path string, data []byte) {
+	h.tb.Helper()
+	if r := h.create(path, data, jute.ModePersistent); r.Err != jute.OK {
+		h.tb.Fatalf("create %s: %v", path, r.Err)
+	}
+}
+
+func (h *harness) quotaStats(root string) string {
+	h.tb.Helper()
+	data, _, code := h.tree.GetData(quotaPath+root+"/"+quotaStatsName, nil, nil)
+	if code != jute.OK {
+		h.tb.Fatalf("stats of %s: %v", root, code)
+	}
+	return string(data)
+}
+
+// TestQuotaEnforcement: with EnforceQuota a write over a hard limit fails
+// with QuotaExceeded after every other create check and before setData's
+// version check; soft limits and unenforced hard limits only warn.
+func TestQuotaEnforcement(t *testing.T) {
+	create := func(p string, data string) *jute.CreateRequest {
+		return &jute.CreateRequest{Path: p, Data: []byte(data), ACL: open}
+	}
+	set := func(p, data string, v int32) *jute.SetDataRequest {
+		return &jute.SetDataRequest{Path: p, Data: []byte(data), Version: v}
+	}
+	// /q holds "1234" and has two children (count 3, bytes 4).
+	quota := func(limits string) func(*harness) {
+		return func(h *harness) {
+			h.mustCreateData("/q", []byte("1234"))
+			h.mustCreateData("/q/a", nil)
+			h.mustCreateData("/q/b", nil)
+			h.setQuota("/q", limits)
+		}
+	}
+	countHard3 := quota("count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=3")
+	bytesHard10 := quota("count=-1,bytes=-1=;byteHardLimit=10;countHardLimit=-1")
+	tests := []struct {
+		name    string
+		enforce bool
+		setup   func(*harness)
+		op      jute.OpCode
+		req     jute.Record
+		want    jute.Code
+		warn    []QuotaWarning
+	}{
+		{name: "count hard limit", enforce: true, setup: countHard3, op: jute.OpCreate, req: create("/q/c", ""),
+			want: jute.QuotaExceeded, warn: []QuotaWarning{{Root: "/q", Value: 4, Limit: 3, Hard: true}}},
+		{name: "count hard limit on a deep node", enforce: true, setup: countHard3, op: jute.OpCreate, req: create("/q/a/x", ""),
+			want: jute.QuotaExceeded, warn: []QuotaWarning{{Root: "/q", Value: 4, Limit: 3, Hard: true}}},
+		{name: "NodeExists first", enforce: true, setup: countHard3, op: jute.OpCreate, req: create("/q/a", ""), want: jute.NodeExists},
+		{name: "NoNode first", enforce: true, setup: countHard3, op: jute.OpCreate, req: create("/q/none/x", ""), want: jute.NoNode},
+		{name: "not enforced", setup: countHard3, op: jute.OpCreate, req: create("/q/c", ""),
+			want: jute.OK, warn: []QuotaWarning{{Root: "/q", Value: 4, Limit: 3, Hard: true}}},
+		{name: "soft count limit", enforce: true, setup: quota("count=3,bytes=-1"), op: jute.OpCreate, req: create("/q/c", ""),
+			want: jute.OK, warn: []QuotaWarning{{Root: "/q", Value: 4, Limit: 3}}},
+		{name: "hard limit replaces soft", enforce: true, setup: quota("count=1,bytes=-1=;countHardLimit=4"), op: jute.OpCreate, req: create("/q/c", ""),
+			want: jute.OK},
+		{name: "outside the quota", enforce: true, setup: countHard3, op: jute.OpCreate, req: create("/qq", ""), want: jute.OK},
+		{name: "bytes hard limit on create", enforce: true, setup: bytesHard10, op: jute.OpCreate, req: create("/q/c", "1234567"),
+			want: jute.QuotaExceeded, warn: []QuotaWarning{{Root: "/q", Bytes: true, Value: 11, Limit: 10, Hard: true}}},
+		{name: "bytes within limit", enforce: true, setup: bytesHard10, op: jute.OpCreate, req: create("/q/c", "123456"), want: jute.OK},
+		{name: "bytes hard limit on setData", enforce: true, setup: bytesHard10, op: jute.OpSetData, req: set("/q/a", "1234567", -1),
+			want: jute.QuotaExceeded, warn: []QuotaWarning{{Root: "/q", Bytes: true, Value: 11, Limit: 10, Hard: true}}},
+		{name: "quota before BadVersion", enforce: true, setup: bytesHard10, op: jute.OpSetData, req: set("/q/a", "1234567", 7),
+			want: jute.QuotaExceeded, warn: []QuotaWarning{{Root: "/q", Bytes: true, Value: 11, Limit: 10, Hard: true}}},
+		{name: "shrinking is fine", enforce: true, setup: bytesHard10, op: jute.OpSetData, req: set("/q", "", -1), want: jute.OK},
+		{name: "count limit ignores setData", enforce: true, setup: countHard3, op: jute.OpSetData, req: set("/q/a", "many bytes", -1), want: jute.OK},
+		{name: "quota on the new node itself", enforce: true, setup: func(h *harness) {
+			h.setQuota("/new", "count=-1,bytes=-1=;byteHardLimit=2")
+		}, op: jute.OpCreate, req: create("/new", "abc"),
+			want: jute.QuotaExceeded, warn: []QuotaWarning{{Root: "/new", Bytes: true, Value: 3, Limit: 2, Hard: true}}},
+		{name: "multi rolls back on a quota failure", enforce: true, setup: countHard3, op: jute.OpMulti,
+			req: &jute.MultiRequest{Ops: []jute.MultiOp{
+				{Type: jute.OpDelete, Request: &jute.DeleteRequest{Path: "/q/b", Version: -1}},
+				{Type: jute.OpCreate, Request: create("/q/c", "")},
+				{Type: jute.OpCreate, Request: create("/q/d", "")},
+			}},
+			want: jute.OK, warn: []QuotaWarning{{Root: "/q", Value: 4, Limit: 3, Hard: true}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{EnforceQuota: tc.enforce})
+			tc.setup(h)
+			before := h.snapshot()
+			total0, _ := h.tree.QuotaWarnings()
+			res := h.apply(tc.op, tc.req)
+			if res.Err != tc.want {
+				t.Fatalf("err = %v, want %v", res.Err, tc.want)
+			}
+			if !warningsEqual(res.QuotaWarnings, tc.warn) {
+				t.Errorf("warnings %+v, want %+v", res.QuotaWarnings, tc.warn)
+			}
+			total, last := h.tree.QuotaWarnings()
+			if total != total0+uint64(len(tc.warn)) || (len(tc.warn) > 0 && last != tc.warn[len(tc.warn)-1]) {
+				t.Errorf("counter %d last %+v after %d warnings", total, last, len(tc.warn))
+			}
+			failed := res.Err != jute.OK
+			if m, ok := res.Response.(*jute.MultiResponse); ok {
+				failed = m.Results[len(m.Results)-1].Type == jute.OpError
+			}
+			if failed && !bytes.Equal(h.snapshot(), before) {
+				t.Errorf("failed write changed the tree")
+			}
+		})
+	}
+}
+
+func warningsEqual(a, b []QuotaWarning) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestQuotaStatsAreNotWrites: the stats node changes data only, and the
+// approximate data size stays the sum over all nodes.
+func TestQuotaStatsAreNotWrites(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.mustCreateData("/q", []byte("x"))
+	h.setQuota("/q", "count=5,bytes=-1")
+	statsPath := quotaPath + "/q/" + quotaStatsName
+	before := h.stat(statsPath)
+	res := h.create("/q/child", []byte("123456789012345"), jute.ModePersistent)
+	want := []Event{ev(jute.EventNodeCreated, "/q/child"), ev(jute.EventNodeChildrenChanged, "/q")}
+	if !eventsEqual(res.Events, want) {
+		t.Errorf("events %v, want %v", res.Events, want)
+	}
+	if got := h.quotaStats("/q"); got != "count=2,bytes=16" {
+		t.Errorf("stats %q", got)
+	}
+	after := h.stat(statsPath)
+	if after.Mzxid != before.Mzxid || after.Version != before.Version || after.Mtime != before.Mtime ||
+		after.DataLength != int32(len("count=2,bytes=16")) {
+		t.Errorf("stats node stat %+v, before %+v", after, before)
+	}
+	loaded, err := ReadSnapshot(bytes.NewReader(h.snapshot()), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.tree.ApproximateDataSize(), loaded.ApproximateDataSize(); got != want {
+		t.Errorf("data size %d, recomputed from a snapshot %d", got, want)
+	}
+}
+
+// TestQuotaSnapshotRoundTrip: a tree loaded from a snapshot keeps the quota
+// state and goes on exactly like the original.
+func TestQuotaSnapshotRoundTrip(t *testing.T) {
+	cfg := Config{EnforceQuota: true}
+	h := newHarness(t, cfg)
+	h.mustCreateData("/q", []byte("abc"))
+	h.setQuota("/q", "count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=3")
+	h.mustCreateData("/q/a", nil)
+	loaded, err := ReadSnapshot(bytes.NewReader(h.snapshot()), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tree := range []*Tree{h.tree, loaded} {
+		n := h.zxid
+		txn := func(p string) *Txn {
+			return &Txn{Type: jute.OpCreate, Time: 1, Request: &jute.CreateRequest{Path: p, ACL: open}}
+		}
+		if r := tree.Apply(txn("/q/b"), n+1, nil); r.Err != jute.OK {
+			t.Fatalf("third node: %v", r.Err)
+		}
+		if r := tree.Apply(txn("/q/c"), n+2, nil); r.Err != jute.QuotaExceeded {
+			t.Fatalf("fourth node: %v, want QuotaExceeded", r.Err)
+		}
+	}
+	var a, b bytes.Buffer
+	if err := h.tree.WriteSnapshot(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := loaded.WriteSnapshot(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Errorf("original and loaded trees diverged")
+	}
+	if got := h.quotaStats("/q"); got != "count=3,bytes=3" {
+		t.Errorf("stats %q", got)
+	}
+}
+
+// TestNoQuotaFastPath: without quota nodes a write does not look at quotas.
+func TestNoQuotaFastPath(t *testing.T) {
+	h := newHarness(t, Config{EnforceQuota: true})
+	h.mustCreate("/a")
+	if root := h.tree.quotaRoot("/a"); root != "" {
+		t.Errorf("quota root %q in a tree without quotas", root)
+	}
+	allocs := testing.AllocsPerRun(100, func() { h.tree.quotaRoot("/a/b/c/d") })
+	if allocs != 0 {
+		t.Errorf("quotaRoot allocates %v times", allocs)
+	}
+}
