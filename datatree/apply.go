@@ -210,20 +210,25 @@ func createArgsOf(req jute.Record) createArgs {
 
 // allowed checks perm on n's ACL for the txn's ids.
 func (t *Tree) allowed(n *node, ids []jute.ID, perm int32) bool {
-	a := t.cfg.Authorizer
-	return a == nil || a.Allowed(t.acls.get(n.acl), ids, perm)
+	return !t.checksPermissions() || t.cfg.Authorizer.Allowed(t.acls.get(n.acl), ids, perm)
 }
 
-// fixupACL validates an ACL list with the Authorizer or the default rules.
-func (t *Tree) fixupACL(acl []jute.ACL, ids []jute.ID) ([]jute.ACL, jute.Code) {
-	if a := t.cfg.Authorizer; a != nil {
-		out, code := a.FixupACL(acl, ids)
-		if code == jute.OK && len(out) == 0 {
-			code = jute.InvalidACL
-		}
-		return out, code
+// checksPermissions reports whether ACLs are enforced: an Authorizer is
+// configured and SkipACL is off.
+func (t *Tree) checksPermissions() bool { return t.cfg.Authorizer != nil && !t.cfg.SkipACL }
+
+// fixupACL validates an ACL list with the Authorizer, or with the built-in
+// schemes of package acl when none is configured.
+func (t *Tree) fixupACL(list []jute.ACL, ids []jute.ID) ([]jute.ACL, jute.Code) {
+	a := t.cfg.Authorizer
+	if a == nil {
+		a = t.builtin
 	}
-	return defaultFixupACL(acl, ids)
+	out, code := a.FixupACL(list, ids)
+	if code == jute.OK && len(out) == 0 {
+		code = jute.InvalidACL
+	}
+	return out, code
 }
 
 // checkVersion implements ZooKeeper's expected-version rule.

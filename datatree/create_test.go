@@ -82,7 +82,7 @@ func TestCreatePrecedence(t *testing.T) {
 		{name: "NUL with missing parent", path: "/missing/a\x00", want: jute.BadArguments},
 		// 6. ACL
 		{name: "empty ACL with missing parent", path: "/missing/a", want: jute.InvalidACL},
-		{name: "bad world id", path: "/a", acl: []jute.ACL{acl(31, "world", "x")}, want: jute.InvalidACL},
+		{name: "bad world id", path: "/a", acl: []jute.ACL{aclEntry(31, "world", "x")}, want: jute.InvalidACL},
 		{name: "auth without identities", path: "/a", acl: jute.CreatorAllACL, want: jute.InvalidACL},
 		{name: "InvalidACL before NoAuth", auth: true, setup: lockedParent, path: "/locked/x", want: jute.InvalidACL},
 		{name: "InvalidACL before invalid final path", path: "/a/.", want: jute.InvalidACL},

@@ -38,7 +38,7 @@ func (testAuth) Allowed(acl []jute.ACL, ids []jute.ID, perm int32) bool {
 }
 
 func (testAuth) FixupACL(acl []jute.ACL, ids []jute.ID) ([]jute.ACL, jute.Code) {
-	return defaultFixupACL(acl, ids)
+	return New(Config{}).fixupACL(acl, ids)
 }
 
 var (

@@ -111,7 +111,7 @@ func TestMultiFailure(t *testing.T) {
 		{"create under container then fail", []jute.MultiOp{mCreate("/v/cont/x", 0), mDelete("/v/cont/x", -1), mDelete("/v/cont", -1), mCheck("/v", 42)}, 3, jute.BadVersion},
 		{"invalid ACL", []jute.MultiOp{mCreate("/v/z", 0), {Type: jute.OpCreate, Request: &jute.CreateRequest{Path: "/v/y"}}}, 1, jute.InvalidACL},
 		{"new ACL list rolled back", []jute.MultiOp{{Type: jute.OpCreate, Request: &jute.CreateRequest{Path: "/v/z",
-			ACL: []jute.ACL{acl(31, "digest", "new:h")}}}, mCheck("/nope", 0)}, 1, jute.NoNode},
+			ACL: []jute.ACL{aclEntry(31, "digest", "new:h")}}}, mCheck("/nope", 0)}, 1, jute.NoNode},
 		{"TTL disabled", []jute.MultiOp{mCreate("/v/z", 0), {Type: jute.OpCreateTTL, Request: &jute.CreateTTLRequest{Path: "/v/t", ACL: open, Flags: 5, TTL: 1}}}, 1, jute.Unimplemented},
 	}
 	for _, tt := range tests {

@@ -126,7 +126,7 @@ func TestSetACLPrecedence(t *testing.T) {
 		{name: "invalid path", op: jute.OpSetACL, req: setACL("/a/", nil, -1), want: jute.BadArguments},
 		{name: "InvalidACL before NoNode", op: jute.OpSetACL, req: setACL("/none", nil, -1), want: jute.InvalidACL},
 		{name: "InvalidACL before NoAuth", auth: true, setup: lockNode("/a", aclWithout(jute.PermAdmin)),
-			op: jute.OpSetACL, req: setACL("/a", []jute.ACL{acl(31, "digest", "x")}, -1), want: jute.InvalidACL},
+			op: jute.OpSetACL, req: setACL("/a", []jute.ACL{aclEntry(31, "digest", "x")}, -1), want: jute.InvalidACL},
 		{name: "missing", op: jute.OpSetACL, req: setACL("/none", open, -1), want: jute.NoNode},
 		{name: "no ADMIN", auth: true, setup: lockNode("/a", aclWithout(jute.PermAdmin)), op: jute.OpSetACL, req: setACL("/a", open, -1), want: jute.NoAuth},
 		{name: "NoAuth before BadVersion", auth: true, setup: lockNode("/a", aclWithout(jute.PermAdmin)), op: jute.OpSetACL, req: setACL("/a", open, 5), want: jute.NoAuth},
@@ -450,7 +450,7 @@ func TestReads(t *testing.T) {
 	h.createACL("/a", open)
 	h.createACL("/a/b", open)
 	h.createACL("/a/b/c", open)
-	h.createACL("/secret", []jute.ACL{{Perms: jute.PermRead, ID: alice}, {Perms: jute.PermAdmin, ID: bob}, acl(jute.PermWrite, "world", "anyone")})
+	h.createACL("/secret", []jute.ACL{{Perms: jute.PermRead, ID: alice}, {Perms: jute.PermAdmin, ID: bob}, aclEntry(jute.PermWrite, "world", "anyone")})
 	h.sess = 9
 	h.create("/v", nil, 0)
 	for _, p := range []string{"/v/raw", "/v/tmp"} {
@@ -532,7 +532,7 @@ func TestReads(t *testing.T) {
 			t.Errorf("no READ or ADMIN: %v", code)
 		}
 		got, st, code := h.tree.GetACL("/secret", []jute.ID{alice})
-		want := []jute.ACL{acl(jute.PermRead, "digest", "alice:x"), acl(jute.PermAdmin, "digest", "bob:x"), acl(jute.PermWrite, "world", "anyone")}
+		want := []jute.ACL{aclEntry(jute.PermRead, "digest", "alice:x"), aclEntry(jute.PermAdmin, "digest", "bob:x"), aclEntry(jute.PermWrite, "world", "anyone")}
 		if code != jute.OK || !slices.Equal(got, want) || st.Czxid != 4 {
 			t.Errorf("masked: %v %v", got, code)
 		}

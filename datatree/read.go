@@ -97,7 +97,7 @@ func (t *Tree) GetACL(path string, ids []jute.ID) ([]jute.ACL, jute.Stat, jute.C
 		return nil, st, jute.NoNode
 	}
 	acl := t.acls.get(n.acl)
-	if t.cfg.Authorizer != nil {
+	if t.checksPermissions() {
 		admin := t.allowed(n, ids, jute.PermAdmin)
 		if !admin && !t.allowed(n, ids, jute.PermRead) {
 			return nil, st, jute.NoAuth

@@ -44,7 +44,7 @@ func (g *txnGen) data() []byte {
 func (g *txnGen) acl() []jute.ACL {
 	switch g.r.IntN(5) {
 	case 0:
-		return []jute.ACL{acl(jute.PermAll, "digest", fmt.Sprintf("u%d:h", g.r.IntN(3)))}
+		return []jute.ACL{aclEntry(jute.PermAll, "digest", fmt.Sprintf("u%d:h", g.r.IntN(3)))}
 	case 1:
 		return jute.ReadACLUnsafe
 	case 2:

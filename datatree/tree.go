@@ -1,6 +1,7 @@
 package datatree
 
 import (
+	"github.com/zkserverd/zkserverd/acl"
 	"strings"
 	"sync"
 
@@ -14,9 +15,12 @@ type Config struct {
 	// with jute.Unimplemented.
 	ExtendedTypesEnabled bool
 	// Authorizer checks permissions and validates ACLs. nil means every
-	// permission check passes and ACL lists are only shape-validated
-	// (see defaultFixupACL).
+	// permission check passes and ACL lists are validated against package
+	// acl's built-in schemes (world, ip, digest).
 	Authorizer Authorizer
+	// SkipACL (zookeeper.skipACL) turns permission checks off; ACL lists are
+	// still validated.
+	SkipACL bool
 	// EnforceQuota (zookeeper.enforceQuota) makes a create or setData that
 	// would exceed a hard quota limit fail with QuotaExceeded (quota.go).
 	EnforceQuota bool
@@ -83,6 +87,8 @@ func (n *node) stat(st *jute.Stat) {
 // through Apply only; reads may run concurrently with each other.
 type Tree struct {
 	cfg Config
+	// builtin validates ACL lists when cfg has no Authorizer.
+	builtin Authorizer
 
 	// mu guards every field below. Apply and SetConfigNode hold it for
 	// writing, reads and WriteSnapshot for reading. Hooks and watch
@@ -127,6 +133,7 @@ func New(cfg Config) *Tree {
 func newEmpty(cfg Config) *Tree {
 	return &Tree{
 		cfg:        cfg,
+		builtin:    acl.NewRegistry(acl.Options{}),
 		nodes:      make(map[string]*node),
 		acls:       newACLCache(),
 		ephemerals: make(map[int64]map[string]struct{}),

@@ -75,7 +75,7 @@ func newTestCluster(t *testing.T, size int, observers ...int64) *testCluster {
 
 func (c *testCluster) start(i int) {
 	n, err := Open(Config{ServerID: int64(i + 1), DataDir: c.dirs[i], ForceSync: true, Peers: c.peers,
-		TickTime: 100 * time.Millisecond, ForwardTimeout: 2 * time.Second, SnapshotThreshold: 32, TrailingLogs: 8})
+		TickTime: 300 * time.Millisecond, ForwardTimeout: 2 * time.Second, SnapshotThreshold: 32, TrailingLogs: 8})
 	if err != nil {
 		c.t.Fatalf("open member %d: %v", i+1, err)
 	}
@@ -126,13 +126,28 @@ func (c *testCluster) converged() {
 	}
 }
 
+// submitRetrying retries a write whose fate is unknown because leadership
+// changed under load, as a client would after ConnectionLoss.
+func submitRetrying(t *testing.T, n *Node, txn *txnlog.Txn) Outcome {
+	t.Helper()
+	var o Outcome
+	for i := 0; i < 10; i++ {
+		o = await(t, n.Submit(txn))
+		if o.Err == nil {
+			return o
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return o
+}
+
 func TestClusterReplicatesForwardedWrites(t *testing.T) {
 	c := newTestCluster(t, 3)
 	lead := c.leader()
 	follower := (lead + 1) % 3
 	var zxids []int64
 	for i := 0; i < 20; i++ {
-		o := await(t, c.nodes[follower].Submit(createTxn(fmt.Sprintf("/f%d", i))))
+		o := submitRetrying(t, c.nodes[follower], createTxn(fmt.Sprintf("/f%d", i)))
 		if o.Err != nil || o.Result.Err != jute.OK {
 			t.Fatalf("forwarded write %d: %+v", i, o)
 		}
@@ -242,7 +257,8 @@ func TestClusterLaggingMemberInstallsSnapshot(t *testing.T) {
 	c.nodes[lagging].Close()
 	c.nodes[lagging] = nil
 	for i := 0; i < 200; i++ { // far past TrailingLogs (8) and the snapshot threshold (32)
-		if o := await(t, c.nodes[lead].Submit(createTxn(fmt.Sprintf("/s%d", i)))); o.Err != nil {
+		lead = c.leader()
+		if o := submitRetrying(t, c.nodes[lead], createTxn(fmt.Sprintf("/s%d", i))); o.Err != nil {
 			t.Fatal(o.Err)
 		}
 	}

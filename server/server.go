@@ -152,14 +152,15 @@ func New(opts Options) (*Server, error) {
 }
 
 // treeConfig maps the configuration to the tree's: zookeeper.skipACL turns
-// permission checks off (ACL lists are still validated).
+// permission checks off (ACL lists are still validated by the registry, so
+// configured providers' schemes stay valid).
 func treeConfig(cfg conf.Config, authReg *acl.Registry) datatree.Config {
-	tc := datatree.Config{ExtendedTypesEnabled: cfg.ExtendedTypesEnabled}
-	tc.EnforceQuota = enforceQuota(cfg) // zookeeper.enforceQuota (reaper.go)
-	if !cfg.SkipACL {
-		tc.Authorizer = authReg
+	return datatree.Config{
+		ExtendedTypesEnabled: cfg.ExtendedTypesEnabled,
+		Authorizer:           authReg,
+		SkipACL:              cfg.SkipACL,
+		EnforceQuota:         enforceQuota(cfg), // zookeeper.enforceQuota (reaper.go)
 	}
-	return tc
 }
 
 // Start opens the client port and serves. A standalone server first waits

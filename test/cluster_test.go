@@ -39,7 +39,7 @@ func startEnsemble(t *testing.T, size int, observers ...int64) *ensemble {
 	}
 	for i := 0; i < size; i++ {
 		cfg := testConfig(t, t.TempDir())
-		cfg.TickTime = 200
+		cfg.TickTime = 300
 		cfg.InitLimit, cfg.SyncLimit = 10, 5
 		cfg.Servers = lines
 		cfg.MyID = int64(i + 1)

@@ -42,7 +42,7 @@ func proxiedEnsemble(t *testing.T, size int) (*ensemble, [][]*linkProxy) {
 			lines = append(lines, line)
 		}
 		cfg := testConfig(t, t.TempDir())
-		cfg.TickTime = 200
+		cfg.TickTime = 300
 		cfg.InitLimit, cfg.SyncLimit = 10, 5
 		cfg.Servers = lines
 		cfg.MyID = int64(i + 1)

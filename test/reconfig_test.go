@@ -25,7 +25,7 @@ func TestEnsembleReconfigAddRemove(t *testing.T) {
 	e := &ensemble{t: t, servers: make([]*server.Server, 4)}
 	for i := 0; i < 4; i++ {
 		cfg := testConfig(t, t.TempDir())
-		cfg.TickTime = 200
+		cfg.TickTime = 300
 		cfg.ReconfigEnabled = true
 		cfg.SkipACL = true
 		cfg.Servers = lines[:3]
