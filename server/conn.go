@@ -74,6 +74,9 @@ type conn struct {
 
 	idsMu sync.Mutex
 	ids   []jute.ID
+	// reqIDs are the identities of the read the completer is running
+	// (owned by the completer goroutine).
+	reqIDs []jute.ID
 
 	// statistics for cons / mntr
 	recv, sent  atomic.Int64
@@ -394,7 +397,10 @@ func (c *conn) handle(payload []byte) bool {
 	case h.Type == jute.OpSync:
 		c.enqueue(&pending{kind: kindSync, xid: h.Xid, op: h.Type, req: req, received: now})
 	default:
-		c.enqueue(&pending{kind: kindRead, xid: h.Xid, op: h.Type, req: req, received: now})
+		// The identities are those the connection had when the request
+		// arrived, as ZooKeeper captures them: an auth packet pipelined
+		// after a read does not grant that read anything.
+		c.enqueue(&pending{kind: kindRead, xid: h.Xid, op: h.Type, req: req, ids: c.authIDs(), received: now})
 	}
 	return true
 }
@@ -495,6 +501,7 @@ func (c *conn) complete(p *pending) []byte {
 		zxid, code, body := c.reconfigure(p.req.(*jute.ReconfigRequest), p.ids)
 		return replyFrame(p.xid, zxid, code, body)
 	default:
+		c.reqIDs = p.ids
 		return c.execRead(p)
 	}
 }

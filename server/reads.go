@@ -1,13 +1,15 @@
 package server
 
-import (
-	"github.com/zkserverd/zkserverd/jute"
-	"github.com/zkserverd/zkserverd/watch"
-)
+import "github.com/zkserverd/zkserverd/jute"
 
 // execRead answers a read-only request from the local tree. It runs on the
 // completer, after every earlier request of the connection has completed.
+// It returns nil when it queued the reply itself (requests that register a
+// watch, see execWatching).
 func (c *conn) execRead(p *pending) []byte {
+	if frame, handled := c.execWatching(p); handled {
+		return frame
+	}
 	code, body := c.read(p.op, p.req)
 	zxid := c.s.node.LastZxid()
 	if p.op == jute.OpSASL {
@@ -16,35 +18,23 @@ func (c *conn) execRead(p *pending) []byte {
 	return replyFrame(p.xid, zxid, code, body)
 }
 
-// read dispatches a read opcode. Watch registration happens inside the
-// tree's read lock (the callbacks), so no write can slip between the read
-// and the watch.
+// read dispatches a read opcode. A watch (only when execWatching falls
+// back to it) is registered inside the tree's read lock (the callbacks), so
+// no write can slip between the read and the watch.
 func (c *conn) read(op jute.OpCode, req jute.Record) (jute.Code, jute.Record) {
 	tree := c.s.node.Tree()
 	switch op {
-	case jute.OpExists:
+	case jute.OpExists, jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
 		r := req.(*jute.PathWatchRequest)
-		stat, code := tree.Exists(r.Path, c.watchOnExists(r))
-		return code, &jute.StatResponse{Stat: stat}
-	case jute.OpGetData:
-		r := req.(*jute.PathWatchRequest)
-		data, stat, code := tree.GetData(r.Path, c.authIDs(), c.watchIfExists(r, watch.Data))
-		return code, &jute.GetDataResponse{Data: data, Stat: stat}
-	case jute.OpGetChildren:
-		r := req.(*jute.PathWatchRequest)
-		kids, _, code := tree.GetChildren(r.Path, c.authIDs(), c.watchIfExists(r, watch.Child))
-		return code, &jute.GetChildrenResponse{Children: kids}
-	case jute.OpGetChildren2:
-		r := req.(*jute.PathWatchRequest)
-		kids, stat, code := tree.GetChildren(r.Path, c.authIDs(), c.watchIfExists(r, watch.Child))
-		return code, &jute.GetChildren2Response{Children: kids, Stat: stat}
+		code, body, _ := c.readPath(op, r.Path, c.watchCallback(op, r))
+		return code, body
 	case jute.OpGetACL:
 		r := req.(*jute.PathRequest)
-		acls, stat, code := tree.GetACL(r.Path, c.authIDs())
+		acls, stat, code := tree.GetACL(r.Path, c.reqIDs)
 		return code, &jute.GetACLResponse{ACL: acls, Stat: stat}
 	case jute.OpGetAllChildrenNumber:
 		r := req.(*jute.PathRequest)
-		n, code := tree.GetAllChildrenNumber(r.Path, c.authIDs())
+		n, code := tree.GetAllChildrenNumber(r.Path, c.reqIDs)
 		return code, &jute.IntResponse{Value: n}
 	case jute.OpGetEphemerals:
 		r := req.(*jute.PathRequest)
@@ -52,18 +42,39 @@ func (c *conn) read(op jute.OpCode, req jute.Record) (jute.Code, jute.Record) {
 	case jute.OpMultiRead:
 		return jute.OK, c.multiRead(req.(*jute.MultiRequest))
 	case jute.OpWhoAmI:
-		return jute.OK, &jute.WhoAmIResponse{ClientInfo: c.s.auth.ClientInfo(c.authIDs())}
+		return jute.OK, &jute.WhoAmIResponse{ClientInfo: c.s.auth.ClientInfo(c.reqIDs)}
 	case jute.OpSASL:
 		return jute.OK, &jute.SASLToken{}
 	}
 	return c.watchOp(op, req)
 }
 
+// readPath runs exists, getData, getChildren or getChildren2 on path,
+// calling watch (may be nil) under the tree's read lock as the tree's reads
+// do, and returns the reply body and the node's Stat.
+func (c *conn) readPath(op jute.OpCode, path string, watch func(bool)) (jute.Code, jute.Record, jute.Stat) {
+	tree := c.s.node.Tree()
+	switch op {
+	case jute.OpExists:
+		st, code := tree.Exists(path, watch)
+		return code, &jute.StatResponse{Stat: st}, st
+	case jute.OpGetData:
+		data, st, code := tree.GetData(path, c.reqIDs, watch)
+		return code, &jute.GetDataResponse{Data: data, Stat: st}, st
+	case jute.OpGetChildren:
+		kids, st, code := tree.GetChildren(path, c.reqIDs, watch)
+		return code, &jute.GetChildrenResponse{Children: kids}, st
+	default: // OpGetChildren2
+		kids, st, code := tree.GetChildren(path, c.reqIDs, watch)
+		return code, &jute.GetChildren2Response{Children: kids, Stat: st}, st
+	}
+}
+
 // multiRead runs each getData/getChildren op independently; failures are
 // per-op results. multiRead never sets watches.
 func (c *conn) multiRead(m *jute.MultiRequest) *jute.MultiResponse {
 	tree := c.s.node.Tree()
-	ids := c.authIDs()
+	ids := c.reqIDs
 	resp := &jute.MultiResponse{Results: make([]jute.MultiResult, 0, len(m.Ops))}
 	for _, op := range m.Ops {
 		path := op.Request.(*jute.PathWatchRequest).Path

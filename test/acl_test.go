@@ -962,7 +962,6 @@ func TestACLMultiRollsBackOnNoAuth(t *testing.T) {
 // cnxn.getAuthInfo() to the Request, and reads check request.authInfo), so a
 // read pipelined before an auth packet is judged without the new identity.
 func TestACLPipelinedReadUsesIDsAtReceipt(t *testing.T) {
-	t.Skip("known bug: server/conn.go queues reads without their ids; execRead uses the ids at execution time")
 	srv := startServer(t, aclConfig(t))
 	addr := srv.Addr().String()
 	mustCreate(t, aclConnect(t, addr, "alice:secret"), "/own", []zk.ACL{digestEntry(zk.PermAll, "alice:secret")})
