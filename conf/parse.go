@@ -412,6 +412,7 @@ func knownUninterpreted(key string) bool {
 		"watcherCleanThreshold", "watcherCleanIntervalInSeconds", "watcherCleanThreadsNum",
 		"fips-mode", "forward_learner_requests_to_commit_processor_disabled",
 		"throttled_op_wait_time", "learnerHandler.", "follower.", "observer.",
+		"usersfile.", "X509AuthenticationProvider.", "enforceQuota",
 	} {
 		if strings.HasPrefix(key, prefix) {
 			return true
