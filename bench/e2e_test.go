@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/server"
+)
+
+// startServer runs an in-process zkserverd on a free loopback port.
+func startServer(t *testing.T) string {
+	t.Helper()
+	cfg := conf.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.DataLogDir = cfg.DataDir
+	cfg.ClientPortAddress = "127.0.0.1"
+	cfg.ClientPort = 0
+	cfg.MaxClientCnxns = 0
+	srv, err := server.New(server.Options{Config: cfg, InMemory: true})
+	if err != nil {
+		t.Fatalf("new server: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Start(ctx); err != nil {
+		srv.Close()
+		t.Fatalf("start server: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv.Addr().String()
+}
+
+// shortConfig is a small, brief run against addr. The server runs in this
+// process, so this process's pid stands in for the server's.
+func shortConfig(addr, workload string) Config {
+	cfg := DefaultConfig()
+	cfg.Addrs = []string{addr}
+	cfg.Workload = workload
+	cfg.Sessions, cfg.InFlight = 4, 8
+	cfg.Keys, cfg.ChildrenPerDir = 100, 10
+	cfg.Warmup, cfg.Duration = 100*time.Millisecond, 600*time.Millisecond
+	cfg.Watchers, cfg.Znodes, cfg.Settle = 5, 400, 0
+	cfg.ServerPIDs = []int{os.Getpid()}
+	cfg.Label = "inprocess"
+	return cfg
+}
+
+func checkClean(t *testing.T, res *Result) {
+	t.Helper()
+	if res.Ops <= 0 || res.OpsPerSec <= 0 {
+		t.Errorf("%s: no operations measured: %+v", res.Name, res)
+	}
+	if len(res.Errors) != 0 {
+		t.Errorf("%s: errors %v", res.Name, res.Errors)
+	}
+	if res.Latency.Count != res.Ops || res.Latency.P50 <= 0 || res.Latency.Max < res.Latency.P99 {
+		t.Errorf("%s: implausible latency %+v for %d ops", res.Name, res.Latency, res.Ops)
+	}
+	if res.Server == nil || res.Server.RSSBytes <= 0 || res.Server.CPUSeconds < 0 {
+		t.Errorf("%s: server usage %+v", res.Name, res.Server)
+	}
+}
+
+func TestRunAgainstInProcessServer(t *testing.T) {
+	addr := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var all []*Result
+	for _, w := range []string{"get", "multi", "mixed"} {
+		cfg := shortConfig(addr, w)
+		cfg.Cleanup, cfg.RunID = w == "multi", "e2e-"+w
+		res, err := Run(ctx, cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", w, err)
+		}
+		checkClean(t, res)
+		all = append(all, res)
+	}
+	if kinds := all[1].PerKind; len(kinds) != 4 || kinds["multi"].Count == 0 {
+		t.Errorf("multi mix per-kind latencies: %v", kinds)
+	}
+	if all[0].Server.CPUPerOpUS <= 0 {
+		t.Errorf("CPU per op not computed: %+v", all[0].Server)
+	}
+	// The multi run cleaned up: its run directory is gone, while the keys
+	// stay for the next run.
+	err := withConn(ctx, shortConfig(addr, "get"), func(c *Conn) error {
+		if _, err := c.Call(ctx, jute.OpExists, &jute.ExistsRequest{Path: "/zkbench/r-e2e-multi"}, nil); !errors.Is(err, jute.NoNode) {
+			t.Errorf("run directory after cleanup: %v, want NoNode", err)
+		}
+		_, err := c.Call(ctx, jute.OpExists, &jute.ExistsRequest{Path: "/zkbench/k/d0009/k0000099"}, nil)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestScenariosAgainstInProcessServer(t *testing.T) {
+	addr := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, w := range []string{ScenarioWatch, ScenarioConnect, ScenarioZnodes} {
+		cfg := shortConfig(addr, w)
+		cfg.Sessions = 2
+		res, err := Run(ctx, cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", w, err)
+		}
+		checkClean(t, res)
+		switch w {
+		case ScenarioWatch:
+			if res.PerKind["first-notification"].P50 > res.Latency.P50 {
+				t.Errorf("first notification later than the last: %+v", res.PerKind)
+			}
+		case ScenarioZnodes:
+			if res.Ops != 400 {
+				t.Errorf("znodes loaded %d, want 400", res.Ops)
+			}
+			if _, ok := res.Extra["rss_per_znode_bytes"]; !ok {
+				t.Errorf("no memory per znode: %v", res.Extra)
+			}
+		}
+	}
+	n, err := DeleteTree(ctx, shortConfig(addr, "get"), "/zkbench")
+	if err != nil || n < 400 {
+		t.Fatalf("DeleteTree deleted %d znodes: %v", n, err)
+	}
+	err = withConn(ctx, shortConfig(addr, "get"), func(c *Conn) error {
+		_, err := c.Call(ctx, jute.OpExists, &jute.ExistsRequest{Path: "/zkbench"}, nil)
+		return err
+	})
+	if !errors.Is(err, jute.NoNode) {
+		t.Fatalf("/zkbench after DeleteTree: %v, want NoNode", err)
+	}
+	if n, err := DeleteTree(ctx, shortConfig(addr, "get"), "/zkbench"); n != 0 || err != nil {
+		t.Fatalf("DeleteTree of a missing tree: %d, %v", n, err)
+	}
+	ready, err := WaitReady(ctx, shortConfig(addr, "get"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ready.Name != "restart" || ready.Extra["ready_ms"] <= 0 {
+		t.Errorf("wait result %+v", ready)
+	}
+}
