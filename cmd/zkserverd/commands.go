@@ -24,6 +24,7 @@ type runFlags struct {
 	clientPort int
 	logLevel   string
 	logFormat  string
+	pprofAddr  string
 }
 
 // newRootCommand builds the command tree; nothing is global.
@@ -49,6 +50,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.clientPort, "client-port", 0, "client port (overrides clientPort; default 2181)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringVar(&f.pprofAddr, "pprof", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	root.AddCommand(newVersionCommand(), newClusterCommand(stderr), newHealthcheckCommand(&f), newPrintConfigCommand())
 	return root
 }
@@ -131,6 +133,13 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if f.pprofAddr != "" {
+		stopProfiles, err := serveProfiles(f.pprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer stopProfiles()
+	}
 	srv, err := server.New(server.Options{Config: cfg, Logger: logger})
 	if err != nil {
 		return err
