@@ -45,6 +45,9 @@ type fsm struct {
 	tree     atomic.Pointer[datatree.Tree]
 	sessions atomic.Pointer[session.Table]
 	lastZxid atomic.Int64
+	// sinceSnapshot counts transactions applied since the last snapshot
+	// (snapCount is counted in transactions, as ZooKeeper does).
+	sinceSnapshot atomic.Int64
 
 	observer Observer
 	waiters  *waiters
@@ -81,6 +84,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		panic(fmt.Sprintf("replication: undecodable log entry %d: %v", l.Index, err))
 	}
 	tree, sessions := f.tree.Load(), f.sessions.Load()
+	f.sinceSnapshot.Add(int64(len(en.Txns)))
 	for _, t := range en.Txns {
 		zxid := f.nextZxid(l.Term)
 		switch t.Tree.Type {
@@ -181,6 +185,7 @@ const snapshotVersion = 1
 // then only writes bytes. (A copy-on-write tree would avoid holding up
 // Apply for the serialization; see docs/architecture.md.)
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.sinceSnapshot.Store(0)
 	var buf bytes.Buffer
 	if err := f.writeState(&buf); err != nil {
 		return nil, err

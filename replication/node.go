@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 
 	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/session"
@@ -43,8 +45,10 @@ type Config struct {
 	// ForceSync fsyncs the log before an entry counts as written. Turning it
 	// off loses the durability guarantee; it exists for benchmarks.
 	ForceSync bool
-	// SnapshotThreshold is the number of log entries after which a snapshot
-	// is taken (zoo.cfg snapCount); TrailingLogs entries stay after it.
+	// SnapshotThreshold is zoo.cfg snapCount: a snapshot is taken after a
+	// random number of transactions between half of it and all of it (so
+	// members do not all snapshot at once); TrailingLogs log entries stay
+	// after it.
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 	// Tree configures the znode tree.
@@ -166,7 +170,32 @@ func Open(cfg Config) (*Node, error) {
 	if n.clustered() {
 		n.watchHealth()
 	}
+	if cfg.SnapshotThreshold > 0 {
+		n.wg.Add(1)
+		go n.snapshotLoop(int64(cfg.SnapshotThreshold/2 + rand.Uint64N(cfg.SnapshotThreshold/2+1)))
+	}
 	return n, nil
+}
+
+// snapshotLoop takes a snapshot once threshold transactions were applied
+// since the last one; raft then compacts the log behind it.
+func (n *Node) snapshotLoop(threshold int64) {
+	defer n.wg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-tick.C:
+		}
+		if n.fsm.sinceSnapshot.Load() < threshold {
+			continue
+		}
+		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			n.log.Warn("snapshot failed", "err", err)
+		}
+	}
 }
 
 // clustered reports whether this node is an ensemble member.
@@ -279,6 +308,8 @@ func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 	rc.MaxAppendEntries = 256
 	rc.BatchApplyCh = true
 	if cfg.SnapshotThreshold > 0 {
+		// A backstop: log entries hold batches, so this count of entries
+		// is never reached before snapshotLoop's count of transactions.
 		rc.SnapshotThreshold = cfg.SnapshotThreshold
 	}
 	rc.TrailingLogs = cfg.TrailingLogs
@@ -302,7 +333,14 @@ func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raf
 			return nil, nil, nil, fmt.Errorf("replication: create %s: %w", d, err)
 		}
 	}
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(logDir, "raft.db"), NoSync: !n.cfg.ForceSync})
+	// The freelist is not written on every commit (it is rebuilt on open):
+	// with a log that grows and is compacted, syncing it makes every commit
+	// slower over time. The map freelist keeps allocation cheap.
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(logDir, "raft.db"),
+		NoSync:      !n.cfg.ForceSync,
+		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("replication: open log store: %w", err)
 	}
