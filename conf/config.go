@@ -97,6 +97,7 @@ type Config struct {
 	LocalSessionsUpgradingEnabled bool // default false
 	ReadOnlyModeEnabled           bool // readonlymode.enabled, default false
 	SkipACL                       bool // zookeeper.skipACL=yes|no, default no
+	AuditEnable                   bool // audit.enable: one audit log line per write, default false
 
 	// JuteMaxBuffer is the largest packet, default 0xfffff. ZooKeeper reads
 	// it only from the JVM property; zkserverd also takes jute.maxbuffer

@@ -240,6 +240,8 @@ func (p *parser) setPropertyKey(key, name, v string) (bool, error) {
 		var ms int64
 		ms, err = decodeLong(key, v)
 		c.ContainerMaxNeverUsedIntervalMs = ms
+	case "audit.enable":
+		c.AuditEnable, err = parseBool(key, v)
 	case "DigestAuthenticationProvider.superDigest":
 		c.SuperDigest = v
 	default:
@@ -394,7 +396,7 @@ func knownUninterpreted(key string) bool {
 	case "sslQuorum", "portUnification", "sslQuorumReloadCertFiles", "oraclePath",
 		"quorum.cnxn.threads.size", "enforceQuota", "digest.enabled", "snapSizeLimitInKb",
 		"txnLogSizeLimitInKb", "commitLogCount", "serverCnxnFactory", "maxCnxns",
-		"snapshot.trust.empty", "audit.enable", "watchManagerName", "superUser",
+		"snapshot.trust.empty", "watchManagerName", "superUser",
 		"X509AuthenticationProvider.superUser", "closeSessionTxn.enabled", "leaderServes",
 		"maxBatchSize", "flushDelay", "maxWriteQueuePollTime", "fsync.warningthresholdms",
 		"cnxTimeout", "electionPortBindRetry", "tcpKeepAlive", "clientTcpKeepAlive",

@@ -412,9 +412,10 @@ func (c *conn) submitWrite(h jute.RequestHeader, req jute.Record, sid int64, now
 		c.closeRequested.Store(true)
 		req = nil
 	}
-	t := &txnlog.Txn{Tree: datatree.Txn{Type: h.Type, SessionID: sid, Request: req, IDs: c.authIDs()}}
+	ids := c.authIDs()
+	t := &txnlog.Txn{Tree: datatree.Txn{Type: h.Type, SessionID: sid, Request: req, IDs: ids}}
 	ch := c.s.node.Submit(t)
-	c.enqueue(&pending{kind: kindWrite, xid: h.Xid, op: h.Type, outcome: ch, received: now, closeAfter: closing})
+	c.enqueue(&pending{kind: kindWrite, xid: h.Xid, op: h.Type, req: req, ids: ids, outcome: ch, received: now, closeAfter: closing})
 	return !closing
 }
 
@@ -494,6 +495,7 @@ func (c *conn) complete(p *pending) []byte {
 			c.abort("session moved to another member")
 			return nil
 		}
+		c.auditWrite(p, o.Zxid, o.Result.Err)
 		return replyFrame(p.xid, o.Zxid, o.Result.Err, o.Result.Response)
 	case kindSync:
 		return c.completeSync(p)

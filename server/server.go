@@ -59,6 +59,7 @@ type Server struct {
 	auth     *acl.Registry
 	watches  *watch.Registry
 	stats    *serverStats
+	audit    *slog.Logger // audit.enable lines (audit.go)
 	touches  toucher
 	serving  atomic.Bool
 	started  time.Time
@@ -103,6 +104,7 @@ func New(opts Options) (*Server, error) {
 		auth:      authReg,
 		watches:   watch.NewRegistry(),
 		stats:     newServerStats(),
+		audit:     newAuditLogger(logger),
 		ops:       newOperations(opts.Registerer, opts.Gatherer),
 		serverID:  max(cfg.MyID, 1),
 		conns:     make(map[*conn]struct{}),

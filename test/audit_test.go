@@ -1,0 +1,85 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkserverd/zkserverd/server"
+)
+
+// lockedBuffer is a goroutine-safe log sink.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) lines() []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["component"] == "audit" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestAuditLogOneLinePerWrite(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.AuditEnable = true
+	var logs lockedBuffer
+	srv, err := server.New(server.Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	c, _ := connect(t, srv.Addr().String(), 4*time.Second)
+	if err := c.AddAuth("digest", []byte("alice:secret")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create("/audited", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete("/missing", -1); !errors.Is(err, zk.ErrNoNode) {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Get("/audited"); err != nil { // a read: not audited
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	eventually(t, 5*time.Second, "two audit lines", func() bool {
+		got = logs.lines()
+		return len(got) >= 2 // the create and the failed delete; the read is not audited
+	})
+	if len(got) != 2 {
+		t.Fatalf("%d audit lines, want 2: %v", len(got), got)
+	}
+	create, del := got[0], got[1]
+	if create["operation"] != "create" || create["znode"] != "/audited" || create["result"] != "success" ||
+		!strings.Contains(create["user"].(string), "digest:alice:") || create["ip"] != "127.0.0.1" {
+		t.Fatalf("create audit line: %v", create)
+	}
+	if del["operation"] != "delete" || del["znode"] != "/missing" || del["result"] != "failure" || del["code"] != "NoNode" {
+		t.Fatalf("delete audit line: %v", del)
+	}
+}
