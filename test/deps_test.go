@@ -18,7 +18,7 @@ var allowedImports = map[string][]string{
 	"txnlog":        {"jute", "datatree"},
 	"replication":   {"jute", "datatree", "session", "txnlog"},
 	"server":        {"jute", "datatree", "session", "txnlog", "replication", "acl", "watch", "conf"},
-	"cmd/zkserverd": {"conf", "server"},
+	"cmd/zkserverd": {"conf", "server", "zkimport"},
 }
 
 func TestDependencyDirection(t *testing.T) {

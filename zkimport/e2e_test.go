@@ -1,0 +1,219 @@
+package zkimport_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/zkimport"
+)
+
+// goldenNode is one znode as a real ZooKeeper 3.8 reported it to a client
+// (testdata/gen produced the file).
+type goldenNode struct {
+	Path string   `json:"path"`
+	Data *string  `json:"data"`
+	ACL  []zk.ACL `json:"acl"`
+	Stat zk.Stat  `json:"stat"`
+	Kind string   `json:"kind"`
+}
+
+func loadGolden(t *testing.T) []goldenNode {
+	t.Helper()
+	b, err := os.ReadFile("testdata/zk38/golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []goldenNode
+	if err := json.Unmarshal(b, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	return nodes
+}
+
+// expectedAfterImport removes the ephemerals from the golden tree: their
+// sessions are gone, so for each one the parent loses a child and its
+// visible cversion counts one more change (2*creates - children), exactly
+// as when ZooKeeper expires a session. Nothing else changes.
+func expectedAfterImport(golden []goldenNode) (map[string]goldenNode, int) {
+	want := make(map[string]goldenNode)
+	for _, n := range golden {
+		want[n.Path] = n
+	}
+	dropped := 0
+	for _, n := range golden {
+		if n.Kind != "ephemeral" {
+			continue
+		}
+		dropped++
+		delete(want, n.Path)
+		parent := want[path.Dir(n.Path)]
+		parent.Stat.NumChildren--
+		parent.Stat.Cversion++
+		want[parent.Path] = parent
+	}
+	return want, dropped
+}
+
+func startServer(t *testing.T, dataDir string) string {
+	t.Helper()
+	cfg := conf.Default()
+	cfg.DataDir, cfg.DataLogDir = dataDir, dataDir
+	cfg.ClientPortAddress, cfg.ClientPort = "127.0.0.1", 0
+	cfg.AdminServerPort = 0
+	cfg.ExtendedTypesEnabled = true
+	cfg.ContainerCheckIntervalMs = int(time.Hour / time.Millisecond) // keep /c2 and /ttl
+	srv, err := server.New(server.Options{Config: cfg})
+	if err != nil {
+		t.Fatalf("new server: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Start(ctx); err != nil {
+		srv.Close()
+		t.Fatalf("start server: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv.Addr().String()
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+func connect(t *testing.T, addr string) *zk.Conn {
+	t.Helper()
+	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case e := <-events:
+			if e.State == zk.StateHasSession {
+				return c
+			}
+		case <-timeout:
+			t.Fatal("no session")
+		}
+	}
+}
+
+// walk returns every node reachable from "/" through the client.
+func walk(t *testing.T, c *zk.Conn) map[string]goldenNode {
+	t.Helper()
+	got := make(map[string]goldenNode)
+	var visit func(p string)
+	visit = func(p string) {
+		data, st, err := c.Get(p)
+		if err != nil {
+			t.Fatalf("get %s: %v", p, err)
+		}
+		acl, _, err := c.GetACL(p)
+		if err != nil {
+			t.Fatalf("getACL %s: %v", p, err)
+		}
+		n := goldenNode{Path: p, ACL: acl, Stat: *st}
+		if data != nil {
+			s := base64.StdEncoding.EncodeToString(data)
+			n.Data = &s
+		}
+		got[p] = n
+		kids, _, err := c.Children(p)
+		if err != nil {
+			t.Fatalf("children %s: %v", p, err)
+		}
+		slices.Sort(kids)
+		for _, k := range kids {
+			visit(path.Join(p, k))
+		}
+	}
+	visit("/")
+	return got
+}
+
+func TestImportZooKeeper38EndToEnd(t *testing.T) {
+	golden := loadGolden(t)
+	want, ephemerals := expectedAfterImport(golden)
+	to := t.TempDir()
+	var progress bytes.Buffer
+	sum, err := zkimport.Import(zkimport.Options{From: "testdata/zk38", To: to, Progress: &progress})
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	if sum.Nodes != len(want) || sum.EphemeralsDropped != ephemerals {
+		t.Errorf("summary nodes=%d ephemerals=%d, want %d and %d", sum.Nodes, sum.EphemeralsDropped, len(want), ephemerals)
+	}
+	if sum.SessionsDropped != 2 {
+		t.Errorf("sessions dropped = %d, want 2 (the generator's two live sessions)", sum.SessionsDropped)
+	}
+	var maxZxid int64
+	for _, n := range golden {
+		maxZxid = max(maxZxid, n.Stat.Mzxid, n.Stat.Pzxid)
+	}
+	if sum.LastZxid < maxZxid {
+		t.Errorf("last zxid %#x below the tree's newest change %#x", sum.LastZxid, maxZxid)
+	}
+	if !bytes.Contains(progress.Bytes(), []byte("writing the zkserverd snapshot")) {
+		t.Errorf("no progress reported:\n%s", progress.String())
+	}
+
+	t.Logf("summary: %+v\n%s", *sum, progress.String())
+	c := connect(t, startServer(t, to))
+	if err := c.AddAuth("digest", []byte("alice:secret")); err != nil {
+		t.Fatal(err)
+	}
+	got := walk(t, c)
+	for p, w := range want {
+		g, ok := got[p]
+		if !ok {
+			t.Errorf("%s missing after import", p)
+			continue
+		}
+		if (g.Data == nil) != (w.Data == nil) || (g.Data != nil && *g.Data != *w.Data) {
+			t.Errorf("%s data = %v, want %v", p, deref(g.Data), deref(w.Data))
+		}
+		if !slices.Equal(g.ACL, w.ACL) {
+			t.Errorf("%s acl = %v, want %v", p, g.ACL, w.ACL)
+		}
+		if g.Stat != w.Stat {
+			t.Errorf("%s stat =\n %+v, want\n %+v", p, g.Stat, w.Stat)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("unexpected node %s after import", p)
+		}
+	}
+
+	// The imported server keeps going: new writes get later zxids.
+	if _, err := c.Create("/after-import", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get("/after-import")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Czxid <= sum.LastZxid {
+		t.Errorf("new node czxid %#x not after the imported zxid %#x", st.Czxid, sum.LastZxid)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<null>"
+	}
+	return *s
+}
