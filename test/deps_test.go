@@ -19,6 +19,9 @@ var allowedImports = map[string][]string{
 	"replication":   {"jute", "datatree", "session", "txnlog"},
 	"server":        {"jute", "datatree", "session", "txnlog", "replication", "acl", "watch", "conf"},
 	"cmd/zkserverd": {"conf", "server", "zkimport"},
+	"zkimport":      {"jute", "datatree", "session"},
+	"bench":         {"jute"},
+	"cmd/zkbench":   {"bench"},
 }
 
 func TestDependencyDirection(t *testing.T) {
