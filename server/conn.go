@@ -521,6 +521,11 @@ func (c *conn) recordLatency(p *pending, frame []byte) {
 	d := time.Since(p.received)
 	if p.kind != kindReply || p.op != jute.OpAuth {
 		c.s.stats.latency.add(d)
+		if p.op.IsWrite() {
+			c.s.stats.updateLatency.add(d)
+		} else {
+			c.s.stats.readLatency.add(d)
+		}
 		c.s.observeRequest(p.op, d)
 		c.lat.add(d)
 	}

@@ -326,6 +326,8 @@ func (s *Server) monitorValues() []keyValue {
 		{"non_mtls_local_conn_count", "0"},
 		{"slow_client_disconnects", i(s.stats.slowDisconnects.Load())},
 	}
+	kvs = append(kvs, s.stats.readLatency.summaryValues("readlatency")...)
+	kvs = append(kvs, s.stats.updateLatency.summaryValues("updatelatency")...)
 	return append(kvs, s.quorumValues()...)
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,25 @@ func (l *latencyStats) snapshot() (min int64, avg float64, max int64, count int6
 	return l.min, float64(l.sum) / float64(l.count), l.max, l.count
 }
 
+// summaryValues renders mntr's five summary keys for name (zk_avg_<name>,
+// zk_min_<name>, zk_max_<name>, zk_cnt_<name>, zk_sum_<name>).
+func (l *latencyStats) summaryValues(name string) []keyValue {
+	l.mu.Lock()
+	min, max, sum, count := l.min, l.max, l.sum, l.count
+	l.mu.Unlock()
+	avg := 0.0
+	if count == 0 {
+		min = 0
+	} else {
+		avg = float64(sum) / float64(count)
+	}
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return []keyValue{
+		{"avg_" + name, javaDouble(avg)}, {"min_" + name, i(min)}, {"max_" + name, i(max)},
+		{"cnt_" + name, i(count)}, {"sum_" + name, i(sum)},
+	}
+}
+
 func (l *latencyStats) reset() {
 	l.mu.Lock()
 	l.min, l.max, l.sum, l.count = math.MaxInt64, 0, 0, 0
@@ -52,6 +72,8 @@ func (l *latencyStats) reset() {
 // serverStats are the server-wide counters of srvr, stat and mntr.
 type serverStats struct {
 	latency         *latencyStats
+	readLatency     *latencyStats // mntr zk_*_readlatency
+	updateLatency   *latencyStats // mntr zk_*_updatelatency
 	packetsReceived atomic.Int64
 	packetsSent     atomic.Int64
 	outstanding     atomic.Int64
@@ -63,13 +85,15 @@ type serverStats struct {
 }
 
 func newServerStats() *serverStats {
-	s := &serverStats{latency: newLatencyStats()}
+	s := &serverStats{latency: newLatencyStats(), readLatency: newLatencyStats(), updateLatency: newLatencyStats()}
 	s.minRespSize.Store(-1)
 	return s
 }
 
 func (s *serverStats) reset() {
 	s.latency.reset()
+	s.readLatency.reset()
+	s.updateLatency.reset()
 	s.packetsReceived.Store(0)
 	s.packetsSent.Store(0)
 	s.lastRespSize.Store(0)

@@ -1,0 +1,326 @@
+// Command runner is the stock-client compatibility suite of zkserverd.
+//
+// It installs the Debian clients it needs (zkCli, Curator, cli_mt, kazoo),
+// builds zkserverd, starts it standalone on a free loopback port with a
+// fresh data directory, runs every scenario (one client program each, see
+// scenario.go) and prints one line per scenario, then exactly one final
+// line "N passed, M failed". It exits non-zero if anything failed.
+//
+//	go run ./test/compat/runner               # zkserverd only (make compat)
+//	go run ./test/compat/runner -mode diff    # differential (make compat-diff)
+//	go run ./test/compat/runner -mode zookeeper -run 'kazoo/.*'
+//
+// In diff mode each scenario runs against Apache ZooKeeper 3.8 (Debian's
+// jars) and against zkserverd; both transcripts are normalized (zxids,
+// session ids, times, ports: see normalize.go) and compared line by line. A
+// difference fails the scenario unless test/compat/allowlist.txt covers it
+// with a reason that docs/compatibility.md also states.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Modes.
+const (
+	modeCompat    = "compat"    // zkserverd only
+	modeDiff      = "diff"      // ZooKeeper and zkserverd, compared
+	modeZooKeeper = "zookeeper" // ZooKeeper only (checks the scenarios themselves)
+)
+
+type options struct {
+	mode      string
+	run       *regexp.Regexp
+	verbose   bool
+	keep      bool
+	noInstall bool
+}
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout))
+}
+
+func realMain(args []string, stdout io.Writer) int {
+	opts, err := parseFlags(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	r := &runner{opts: opts, out: stdout, used: map[string]bool{}}
+	failed, err := r.main(ctx)
+	if err != nil {
+		fmt.Fprintf(stdout, "runner: %v\n", err)
+		fmt.Fprintln(stdout, "0 passed, 1 failed")
+		return 1
+	}
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string) (options, error) {
+	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
+	var o options
+	var run string
+	fs.StringVar(&o.mode, "mode", modeCompat, "compat (zkserverd), diff (ZooKeeper vs zkserverd) or zookeeper (ZooKeeper only)")
+	fs.StringVar(&run, "run", "", "only scenarios whose name matches this regexp")
+	fs.BoolVar(&o.verbose, "v", false, "print every transcript")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (transcripts, server logs)")
+	fs.BoolVar(&o.noInstall, "no-install", false, "do not apt-get install missing packages")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch o.mode {
+	case modeCompat, modeDiff, modeZooKeeper:
+	default:
+		return o, fmt.Errorf("-mode %q: want compat, diff or zookeeper", o.mode)
+	}
+	re, err := regexp.Compile(run)
+	if err != nil {
+		return o, fmt.Errorf("-run: %w", err)
+	}
+	o.run = re
+	return o, nil
+}
+
+// runner holds one run's state.
+type runner struct {
+	opts      options
+	out       io.Writer
+	root      string
+	work      string
+	allowlist []allowance
+	used      map[string]bool // allowlist reasons that covered a difference
+}
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.out, "# "+format+"\n", args...)
+}
+
+// main prepares everything, runs the scenarios and returns how many failed.
+func (r *runner) main(ctx context.Context) (int, error) {
+	var err error
+	if r.root, err = findRoot(); err != nil {
+		return 0, err
+	}
+	if r.opts.mode == modeDiff {
+		if err := r.loadAllowlist(); err != nil {
+			return 0, err
+		}
+	}
+	if !r.opts.noInstall {
+		if err := installPackages(ctx, r.logf); err != nil {
+			return 0, err
+		}
+	}
+	if r.work, err = os.MkdirTemp("", "zkcompat-"); err != nil {
+		return 0, err
+	}
+	if r.opts.keep {
+		defer r.logf("work directory kept: %s", r.work)
+	} else {
+		defer os.RemoveAll(r.work)
+	}
+	art, err := build(ctx, r.root, r.work)
+	if err != nil {
+		return 0, err
+	}
+	all, err := scenarios(r.root, art)
+	if err != nil {
+		return 0, err
+	}
+	servers, err := r.startServers(ctx, art)
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	if err != nil {
+		return 0, err
+	}
+	return r.runAll(ctx, all, servers), nil
+}
+
+func (r *runner) loadAllowlist() error {
+	path := filepath.Join(r.root, "test", "compat", "allowlist.txt")
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	list, err := parseAllowlist(f)
+	if err != nil {
+		return err
+	}
+	doc, err := os.ReadFile(filepath.Join(r.root, "docs", "compatibility.md"))
+	if err != nil {
+		return err
+	}
+	if err := checkReasons(list, string(doc)); err != nil {
+		return err
+	}
+	r.allowlist = list
+	return nil
+}
+
+// startServers starts the servers the mode needs, reference first.
+func (r *runner) startServers(ctx context.Context, art artifacts) ([]*server, error) {
+	var kinds []string
+	switch r.opts.mode {
+	case modeCompat:
+		kinds = []string{kindZkserverd}
+	case modeZooKeeper:
+		kinds = []string{kindZooKeeper}
+	case modeDiff:
+		kinds = []string{kindZooKeeper, kindZkserverd}
+	}
+	var started []*server
+	for _, k := range kinds {
+		s, err := startServer(ctx, k, r.work, art.zkserverd)
+		if err != nil {
+			return started, err
+		}
+		r.logf("%s serving on %s", k, s.addr)
+		started = append(started, s)
+	}
+	return started, nil
+}
+
+// runAll runs the selected scenarios, prints a line (and details) for each
+// and the final count, and returns the number of failures.
+func (r *runner) runAll(ctx context.Context, all []scenario, servers []*server) int {
+	passed, failed := 0, 0
+	start := time.Now()
+	for _, sc := range all {
+		if !r.opts.run.MatchString(sc.name) {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		ok, details := r.runOne(ctx, sc, servers)
+		status := "PASS"
+		if ok {
+			passed++
+		} else {
+			status = "FAIL"
+			failed++
+		}
+		fmt.Fprintf(r.out, "%s  %s\n", status, sc.name)
+		for _, d := range details {
+			fmt.Fprintln(r.out, d)
+		}
+	}
+	if ctx.Err() != nil {
+		r.logf("interrupted")
+		failed++
+	}
+	for _, a := range r.allowlist {
+		if !r.used[a.reason] {
+			r.logf("allowlist entry at line %d (%s) was not needed in this run", a.line, a.reason)
+		}
+	}
+	r.logf("%d scenarios in %v (mode %s)", passed+failed, time.Since(start).Round(time.Second), r.opts.mode)
+	fmt.Fprintf(r.out, "%d passed, %d failed\n", passed, failed)
+	return failed
+}
+
+// runOne runs sc against every server and judges the result.
+func (r *runner) runOne(ctx context.Context, sc scenario, servers []*server) (bool, []string) {
+	results := make([]outcome, len(servers))
+	for i, s := range servers {
+		results[i] = sc.run(ctx, r.root, s.addr)
+		r.save(sc, s.kind, results[i])
+	}
+	var details []string
+	ok := true
+	for i, s := range servers {
+		o := results[i]
+		label := ""
+		if len(servers) > 1 {
+			label = s.kind + ": "
+		}
+		if r.opts.verbose {
+			details = append(details, indent("    "+label+"| ", splitLines(o.transcript))...)
+		}
+		if o.err == nil {
+			continue
+		}
+		ok = false
+		details = append(details, fmt.Sprintf("    %s%v (%v)", label, o.err, o.elapsed.Round(time.Millisecond)))
+		if s.kind == kindZooKeeper && r.opts.mode == modeDiff {
+			details = append(details, "    (fails against Apache ZooKeeper too: the scenario itself is wrong)")
+		}
+		fails := o.failures()
+		details = append(details, indent("    "+label, fails)...)
+		if len(fails) == 0 {
+			details = append(details, indent("    "+label+"stderr: ", splitLines(tail(o.stderr, 15)))...)
+		}
+	}
+	if len(servers) == 2 {
+		same, d := r.compare(sc, results[0], results[1])
+		ok = ok && same
+		details = append(details, d...)
+	}
+	return ok, details
+}
+
+// compare diffs the normalized transcripts of ZooKeeper (a) and zkserverd (b).
+func (r *runner) compare(sc scenario, a, b outcome) (bool, []string) {
+	hunks := diffLines(splitLines(normalize(a.transcript)), splitLines(normalize(b.transcript)))
+	var details []string
+	same := true
+	var reasons []string
+	for _, h := range hunks {
+		if ok, why := allowed(r.allowlist, sc.name, h); ok {
+			for _, w := range why {
+				reasons = appendNew(reasons, w)
+				r.used[w] = true
+			}
+			continue
+		}
+		if same {
+			details = append(details, fmt.Sprintf("      %-60s | %s", "Apache ZooKeeper 3.8 (normalized)", "zkserverd (normalized)"))
+		}
+		same = false
+		details = append(details, fmt.Sprintf("    @ line %d", h.at))
+		details = append(details, strings.Split(strings.TrimRight(sideBySide(h, 60), "\n"), "\n")...)
+	}
+	for _, w := range reasons {
+		details = append(details, "    allowed difference: "+w)
+	}
+	return same, details
+}
+
+// save writes a transcript and its stderr under work/transcripts/<kind>/.
+func (r *runner) save(sc scenario, kind string, o outcome) {
+	dir := filepath.Join(r.work, "transcripts", kind)
+	base := filepath.Join(dir, strings.ReplaceAll(sc.name, "/", "_"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	os.WriteFile(base+".txt", []byte(o.transcript), 0o644)
+	os.WriteFile(base+".normalized.txt", []byte(normalize(o.transcript)), 0o644)
+	os.WriteFile(base+".stderr.txt", []byte(o.stderr), 0o644)
+}
+
+func indent(prefix string, lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = prefix + l
+	}
+	return out
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// scenario is one client program run against one server. Its stdout is the
+// transcript; it exits 0 when every check passed.
+type scenario struct {
+	name    string // client/feature
+	timeout time.Duration
+	argv    func(addr string) []string
+}
+
+// Scenario names of the programs that take a scenario argument. They must
+// match the names the programs accept (kazoo/scenarios.py,
+// java/JavaCompat.java, goclient/main.go).
+var (
+	kazooScenarios = []string{"crud", "transaction", "acl", "precedence", "session",
+		"fourletter", "lock", "rwlock", "election", "barrier", "doublebarrier", "queue",
+		"lockingqueue", "counter", "party", "childrenwatch", "datawatch", "treecache"}
+	javaScenarios    = []string{"api", "session-resume", "session-expiry"}
+	curatorScenarios = []string{"mutex", "rwlock", "leaderlatch", "leaderselector", "queue",
+		"doublebarrier", "sharedcount", "curatorcache", "persistentnode",
+		"persistentttlnode", "containers"}
+	goScenarios = []string{"crud", "multi", "watches", "acl", "lock"}
+)
+
+// scenarios lists every scenario in run order: zkCli, the Java client API,
+// Curator, C client, kazoo, go-zookeeper.
+func scenarios(root string, a artifacts) ([]scenario, error) {
+	compat := filepath.Join(root, "test", "compat")
+	driver := filepath.Join(compat, "clidriver.py")
+	var out []scenario
+
+	zkcli, err := scripts(filepath.Join(compat, "zkcli"))
+	if err != nil {
+		return nil, err
+	}
+	for _, script := range zkcli {
+		out = append(out, scenario{
+			name:    "zkcli/" + strings.TrimSuffix(filepath.Base(script), ".script"),
+			timeout: 90 * time.Second,
+			argv: func(addr string) []string {
+				return []string{systemPython, driver, "--script", script,
+					"--event", `^WatchedEvent `, "--drop", `^(WATCHER::|SLF4J:)`,
+					"--", zkCliScript, "-server", addr, "-waitforconnection"}
+			},
+		})
+	}
+
+	classpath := a.classes + ":" + strings.Join(javaClasspath, ":")
+	javaArgv := func(name string) func(string) []string {
+		return func(addr string) []string {
+			return []string{"java", "-Xmx256m", "-cp", classpath, "JavaCompat", addr, name}
+		}
+	}
+	for _, name := range javaScenarios {
+		out = append(out, scenario{name: "java/" + name, timeout: 90 * time.Second, argv: javaArgv(name)})
+	}
+	for _, name := range curatorScenarios {
+		out = append(out, scenario{name: "curator/" + name, timeout: 90 * time.Second, argv: javaArgv(name)})
+	}
+
+	cscripts, err := scripts(filepath.Join(compat, "cclient"))
+	if err != nil {
+		return nil, err
+	}
+	for _, script := range cscripts {
+		out = append(out, scenario{
+			name:    "cclient/" + strings.TrimSuffix(filepath.Base(script), ".script"),
+			timeout: 60 * time.Second,
+			argv: func(addr string) []string {
+				return []string{systemPython, driver, "--script", script,
+					"--event", `^(Watcher |Got a new session id)`, "--drop", `^(time = \d+ msec|Creating \[.*\] node \(mode: \d\))$`,
+					"--", cliMt, "-h", addr}
+			},
+		})
+	}
+
+	kazoo := filepath.Join(compat, "kazoo", "scenarios.py")
+	for _, name := range kazooScenarios {
+		out = append(out, scenario{
+			name:    "kazoo/" + name,
+			timeout: 60 * time.Second,
+			argv: func(addr string) []string {
+				return []string{systemPython, kazoo, addr, name}
+			},
+		})
+	}
+
+	for _, name := range goScenarios {
+		out = append(out, scenario{
+			name:    "go/" + name,
+			timeout: 60 * time.Second,
+			argv: func(addr string) []string {
+				return []string{a.goclient, addr, name}
+			},
+		})
+	}
+	return out, nil
+}
+
+// scripts lists the *.script files of dir, sorted.
+func scripts(dir string) ([]string, error) {
+	found, err := filepath.Glob(filepath.Join(dir, "*.script"))
+	if err != nil {
+		return nil, err
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("no *.script files in %s", dir)
+	}
+	sort.Strings(found)
+	return found, nil
+}
+
+// outcome is the result of one scenario against one server.
+type outcome struct {
+	transcript string // stdout
+	stderr     string
+	err        error // nil when the program exited 0
+	elapsed    time.Duration
+}
+
+// errTimeout marks a scenario killed at its time limit.
+var errTimeout = errors.New("timed out")
+
+// run executes the scenario against addr in its own process group, killed
+// as a whole at the time limit or when ctx ends.
+func (s scenario) run(ctx context.Context, dir, addr string) outcome {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	argv := s.argv(addr)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	o := outcome{transcript: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		err = fmt.Errorf("%w after %v", errTimeout, s.timeout)
+	}
+	// A scenario's leftover children (a JVM started by zkCli.sh) go with it.
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	o.err = err
+	return o
+}
+
+// failures returns the transcript's FAIL lines.
+func (o outcome) failures() []string {
+	var out []string
+	for _, l := range splitLines(o.transcript) {
+		if strings.HasPrefix(l, "FAIL") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
