@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/txnlog"
@@ -36,15 +38,31 @@ type testCluster struct {
 	peers []Peer
 	dirs  []string
 	nodes []*Node
+	// trans holds the members' in-memory raft transports (nil: TCP).
+	trans []*raft.InmemTransport
 }
 
-// newTestCluster starts members on loopback; observers lists ids that join
-// as non-voting observers.
+// newTestCluster starts members whose raft runs over TCP on loopback;
+// observers lists ids that join as non-voting observers.
 func newTestCluster(t *testing.T, size int, observers ...int64) *testCluster {
+	return startTestCluster(t, size, false, observers...)
+}
+
+// newInmemCluster starts members whose raft runs over raft's in-memory
+// transport (forwarding still uses loopback TCP): fast, and partitions are
+// one call.
+func newInmemCluster(t *testing.T, size int) *testCluster {
+	return startTestCluster(t, size, true)
+}
+
+func startTestCluster(t *testing.T, size int, inmem bool, observers ...int64) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t}
 	for i := 1; i <= size; i++ {
 		p := Peer{ID: int64(i), RaftAddr: freeAddr(t), ForwardAddr: freeAddr(t)}
+		if inmem {
+			p.RaftAddr = fmt.Sprintf("member-%d", i)
+		}
 		for _, o := range observers {
 			p.Observer = p.Observer || o == p.ID
 		}
@@ -52,6 +70,9 @@ func newTestCluster(t *testing.T, size int, observers ...int64) *testCluster {
 		c.dirs = append(c.dirs, t.TempDir())
 	}
 	c.nodes = make([]*Node, size)
+	if inmem {
+		c.trans = make([]*raft.InmemTransport, size)
+	}
 	for i := range c.nodes {
 		c.start(i)
 	}
@@ -74,12 +95,40 @@ func newTestCluster(t *testing.T, size int, observers ...int64) *testCluster {
 }
 
 func (c *testCluster) start(i int) {
-	n, err := Open(Config{ServerID: int64(i + 1), DataDir: c.dirs[i], ForceSync: true, Peers: c.peers,
-		TickTime: 300 * time.Millisecond, ForwardTimeout: 2 * time.Second, SnapshotThreshold: 32, TrailingLogs: 8})
+	cfg := Config{ServerID: int64(i + 1), DataDir: c.dirs[i], ForceSync: true, Peers: c.peers,
+		TickTime: 300 * time.Millisecond, ForwardTimeout: 2 * time.Second, SnapshotThreshold: 32, TrailingLogs: 8}
+	if c.trans != nil {
+		cfg.RaftTransport = c.connectInmem(i)
+	}
+	n, err := Open(cfg)
 	if err != nil {
 		c.t.Fatalf("open member %d: %v", i+1, err)
 	}
 	c.nodes[i] = n
+}
+
+// connectInmem gives member i a fresh in-memory transport wired to every
+// other member's, both ways.
+func (c *testCluster) connectInmem(i int) *raft.InmemTransport {
+	_, tr := raft.NewInmemTransport(raft.ServerAddress(c.peers[i].RaftAddr))
+	for j, other := range c.trans {
+		if j != i && other != nil {
+			tr.Connect(raft.ServerAddress(c.peers[j].RaftAddr), other)
+			other.Connect(raft.ServerAddress(c.peers[i].RaftAddr), tr)
+		}
+	}
+	c.trans[i] = tr
+	return tr
+}
+
+// isolate cuts member i's in-memory raft links (both directions).
+func (c *testCluster) isolate(i int) {
+	c.trans[i].DisconnectAll()
+	for j, other := range c.trans {
+		if j != i {
+			other.Disconnect(raft.ServerAddress(c.peers[i].RaftAddr))
+		}
+	}
 }
 
 func (c *testCluster) leader() int {
@@ -269,5 +318,50 @@ func TestClusterLaggingMemberInstallsSnapshot(t *testing.T) {
 	c.converged()
 	if idx := c.nodes[lagging].Stats()["last_snapshot_index"]; idx == "0" || idx == "" {
 		t.Fatalf("the lagging member caught up without a snapshot (last_snapshot_index %q)", idx)
+	}
+}
+
+func TestInmemClusterReplicatesAndFailsOver(t *testing.T) {
+	c := newInmemCluster(t, 3)
+	lead := c.leader()
+	follower := (lead + 1) % 3
+	for i := 0; i < 20; i++ {
+		if o := submitRetrying(t, c.nodes[follower], createTxn(fmt.Sprintf("/m%d", i))); o.Err != nil || o.Result.Err != jute.OK {
+			t.Fatalf("forwarded write %d: %+v", i, o)
+		}
+	}
+	c.converged()
+	// Partition the leader away: the majority elects another and keeps
+	// writing; the isolated member commits nothing.
+	c.isolate(lead)
+	var newLead int
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		newLead = -1
+		for i, n := range c.nodes {
+			if i != lead && n.IsLeader() {
+				newLead = i
+			}
+		}
+		if newLead >= 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if newLead < 0 {
+		t.Fatal("no new leader in the majority")
+	}
+	if o := submitRetrying(t, c.nodes[newLead], createTxn("/majority")); o.Err != nil || o.Result.Err != jute.OK {
+		t.Fatalf("write in the majority: %+v", o)
+	}
+	select {
+	case o := <-c.nodes[lead].Submit(createTxn("/minority")):
+		if o.Err == nil && o.Result.Err == jute.OK {
+			t.Fatal("the isolated member committed a write")
+		}
+	case <-time.After(2 * time.Second):
+	}
+	if _, _, code := c.nodes[lead].Tree().GetData("/minority", nil, nil); code == jute.OK {
+		t.Fatal("the isolated member applied a write of its own")
 	}
 }

@@ -70,6 +70,10 @@ type Config struct {
 	// OnTouch receives session liveness reports (on the leader), from this
 	// member and from the others.
 	OnTouch func(ids []int64)
+	// RaftTransport, when set, carries raft traffic instead of TCP on the
+	// quorum port (tests use raft's in-memory transport; Peer.RaftAddr must
+	// then be the transport's address). Forwarding still uses TCP.
+	RaftTransport raft.Transport
 	// Join starts a member that is not in the ensemble yet: it does not
 	// bootstrap and waits for the leader to add it (reconfig).
 	Join bool
@@ -253,13 +257,28 @@ func (n *Node) transport(rc *raft.Config) (raft.Transport, raft.Configuration, e
 	if !ok {
 		return nil, raft.Configuration{}, fmt.Errorf("replication: server id %d is not in the ensemble configuration", n.cfg.ServerID)
 	}
-	raftBind, err := bindAddr(self.RaftAddr, n.cfg.ListenAll)
+	trans, err := n.raftTransport(rc, self)
 	if err != nil {
 		return nil, raft.Configuration{}, err
 	}
+	if err := n.listenForwarding(self); err != nil {
+		return nil, raft.Configuration{}, err
+	}
+	return trans, n.peers.configuration(n.cfg.Peers), nil
+}
+
+// raftTransport returns the configured transport, or TCP on the quorum port.
+func (n *Node) raftTransport(rc *raft.Config, self Peer) (raft.Transport, error) {
+	if n.cfg.RaftTransport != nil {
+		return n.cfg.RaftTransport, nil
+	}
+	raftBind, err := bindAddr(self.RaftAddr, n.cfg.ListenAll)
+	if err != nil {
+		return nil, err
+	}
 	advertise, err := net.ResolveTCPAddr("tcp", self.RaftAddr)
 	if err != nil {
-		return nil, raft.Configuration{}, fmt.Errorf("replication: resolve %s: %w", self.RaftAddr, err)
+		return nil, fmt.Errorf("replication: resolve %s: %w", self.RaftAddr, err)
 	}
 	trans, err := raft.NewTCPTransportWithConfig(raftBind, advertise, &raft.NetworkTransportConfig{
 		ServerAddressProvider: n.peers,
@@ -268,23 +287,28 @@ func (n *Node) transport(rc *raft.Config) (raft.Transport, raft.Configuration, e
 		Timeout:               n.cfg.ForwardTimeout,
 	})
 	if err != nil {
-		return nil, raft.Configuration{}, fmt.Errorf("replication: listen on quorum port %s: %w", raftBind, err)
+		return nil, fmt.Errorf("replication: listen on quorum port %s: %w", raftBind, err)
 	}
 	n.closers = append(n.closers, trans.Close)
+	return trans, nil
+}
+
+// listenForwarding opens the election port for forwarding from members.
+func (n *Node) listenForwarding(self Peer) error {
 	fwdBind, err := bindAddr(self.ForwardAddr, n.cfg.ListenAll)
 	if err != nil {
-		return nil, raft.Configuration{}, err
+		return err
 	}
 	ln, err := net.Listen("tcp", fwdBind)
 	if err != nil {
-		return nil, raft.Configuration{}, fmt.Errorf("replication: listen on election port %s: %w", fwdBind, err)
+		return fmt.Errorf("replication: listen on election port %s: %w", fwdBind, err)
 	}
 	n.fwdMu.Lock()
 	n.fwdLn, n.fwdConns = ln, make(map[net.Conn]struct{})
 	n.fwdMu.Unlock()
 	n.wg.Add(1)
 	go n.serveForwarding(ln)
-	return trans, n.peers.configuration(n.cfg.Peers), nil
+	return nil
 }
 
 // raftConfig maps our settings to hashicorp/raft's. A standalone member has
