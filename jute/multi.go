@@ -69,18 +69,9 @@ func (r *MultiRequest) Decode(d *Decoder) {
 // inside multi or multiRead, or nil.
 func newMultiOpRequest(t OpCode) Record {
 	switch t {
-	case OpCreate, OpCreate2, OpCreateContainer:
-		return &CreateRequest{}
-	case OpCreateTTL:
-		return &CreateTTLRequest{}
-	case OpDelete:
-		return &DeleteRequest{}
-	case OpSetData:
-		return &SetDataRequest{}
-	case OpCheck:
-		return &CheckVersionRequest{}
-	case OpGetData, OpGetChildren:
-		return &PathWatchRequest{}
+	case OpCreate, OpCreate2, OpCreateContainer, OpCreateTTL, OpDelete, OpSetData,
+		OpCheck, OpGetData, OpGetChildren:
+		return NewRequest(t)
 	}
 	return nil
 }
