@@ -39,6 +39,7 @@ type pending struct {
 	op         jute.OpCode
 	req        jute.Record
 	outcome    <-chan replication.Outcome
+	deferred   *txnlog.Txn // a write proposed only when the completer reaches it
 	frame      []byte
 	ids        []jute.ID // the connection's identities when the request arrived
 	closeAfter bool
@@ -71,6 +72,8 @@ type conn struct {
 	closeRequested atomic.Bool
 	aborted        atomic.Bool
 	done           chan struct{} // closed by abort
+
+	order sessionOrder
 
 	idsMu sync.Mutex
 	ids   []jute.ID
@@ -400,6 +403,7 @@ func (c *conn) handle(payload []byte) bool {
 		// The identities are those the connection had when the request
 		// arrived, as ZooKeeper captures them: an auth packet pipelined
 		// after a read does not grant that read anything.
+		c.order.add(1, 0)
 		c.enqueue(&pending{kind: kindRead, xid: h.Xid, op: h.Type, req: req, ids: c.authIDs(), received: now})
 	}
 	return true
@@ -414,9 +418,45 @@ func (c *conn) submitWrite(h jute.RequestHeader, req jute.Record, sid int64, now
 	}
 	ids := c.authIDs()
 	t := &txnlog.Txn{Tree: datatree.Txn{Type: h.Type, SessionID: sid, Request: req, IDs: ids}}
-	ch := c.s.node.Submit(t)
-	c.enqueue(&pending{kind: kindWrite, xid: h.Xid, op: h.Type, req: req, ids: ids, outcome: ch, received: now, closeAfter: closing})
+	p := &pending{kind: kindWrite, xid: h.Xid, op: h.Type, req: req, ids: ids, received: now, closeAfter: closing}
+	if c.order.submitNow() {
+		p.outcome = c.s.node.Submit(t)
+	} else {
+		p.deferred = t
+	}
+	c.enqueue(p)
 	return !closing
+}
+
+// sessionOrder keeps a session's writes from overtaking its earlier reads.
+// A write is proposed as soon as it arrives (so writes pipeline through
+// group commit) unless an earlier read of the connection has not run yet,
+// or an earlier write is itself deferred: then it is proposed by the
+// completer when it reaches it, so a read never observes a write the client
+// sent after it. mu guards the counters; the reader increments, the
+// completer decrements.
+type sessionOrder struct {
+	mu       sync.Mutex
+	reads    int // reads queued and not yet run
+	deferred int // writes waiting for the completer to propose them
+}
+
+// submitNow decides for an arriving write; false means deferred.
+func (o *sessionOrder) submitNow() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.reads == 0 && o.deferred == 0 {
+		return true
+	}
+	o.deferred++
+	return false
+}
+
+func (o *sessionOrder) add(reads, deferred int) {
+	o.mu.Lock()
+	o.reads += reads
+	o.deferred += deferred
+	o.mu.Unlock()
 }
 
 // checkMultiKinds rejects a multi holding read ops and a multiRead holding
@@ -479,6 +519,10 @@ func (c *conn) complete(p *pending) []byte {
 	case kindPing:
 		return replyFrame(jute.XidPing, c.s.node.LastZxid(), jute.OK, nil)
 	case kindWrite:
+		if p.deferred != nil {
+			p.outcome = c.s.node.Submit(p.deferred)
+			c.order.add(0, -1)
+		}
 		o, ok := c.awaitOutcome(p)
 		if !ok {
 			return nil
@@ -504,7 +548,9 @@ func (c *conn) complete(p *pending) []byte {
 		return replyFrame(p.xid, zxid, code, body)
 	default:
 		c.reqIDs = p.ids
-		return c.execRead(p)
+		frame := c.execRead(p)
+		c.order.add(-1, 0)
+		return frame
 	}
 }
 

@@ -2,6 +2,7 @@ package test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -220,5 +221,46 @@ func TestFourLetterWordWhitelist(t *testing.T) {
 	}
 	if out, _ := fourLetter(addr, "srvr"); !strings.HasPrefix(out, "Zookeeper version:") {
 		t.Fatalf("srvr is always allowed, got %q", out)
+	}
+}
+
+// TestPipelinedReadDoesNotSeeLaterWrite: a client pipelines setData(a),
+// getData, setData(b) on one connection; the read waits for the first write
+// and must return a, never the value of the write sent after it (per-session
+// FIFO), however the two writes are batched.
+func TestPipelinedReadDoesNotSeeLaterWrite(t *testing.T) {
+	srv := startServer(t, testConfig(t, t.TempDir()))
+	raw := dialRaw(t, srv.Addr().String())
+	if _, err := raw.handshake(jute.ConnectRequest{TimeOut: 4000}); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := raw.call(jute.OpCreate, &jute.CreateRequest{Path: "/fifo", ACL: jute.OpenACLUnsafe}); h.Err != jute.OK {
+		t.Fatal(h.Err)
+	}
+	for i := 1; i <= 50; i++ {
+		base := int32(1000 + 3*i)
+		first, later := fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)
+		raw.send(&jute.RequestHeader{Xid: base, Type: jute.OpSetData}, &jute.SetDataRequest{Path: "/fifo", Data: []byte(first), Version: -1})
+		raw.send(&jute.RequestHeader{Xid: base + 1, Type: jute.OpGetData}, &jute.PathWatchRequest{Path: "/fifo"})
+		raw.send(&jute.RequestHeader{Xid: base + 2, Type: jute.OpSetData}, &jute.SetDataRequest{Path: "/fifo", Data: []byte(later), Version: -1})
+		for k := int32(0); k < 3; k++ {
+			b, err := raw.readFrame(5 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := jute.NewDecoder(b)
+			var h jute.ReplyHeader
+			h.Decode(d)
+			if h.Xid != base+k || h.Err != jute.OK {
+				t.Fatalf("round %d: reply %+v, want xid %d", i, h, base+k)
+			}
+			if k == 1 {
+				var r jute.GetDataResponse
+				r.Decode(d)
+				if string(r.Data) != first {
+					t.Fatalf("round %d: the read between setData(%s) and setData(%s) returned %q", i, first, later, r.Data)
+				}
+			}
+		}
 	}
 }
