@@ -414,7 +414,9 @@ func (n *Node) WaitReady(ctx context.Context) error {
 // Outcome arrives on. Transactions submitted by one goroutine are applied in
 // submission order. Submit blocks only while the batcher's queue is full.
 func (n *Node) Submit(t *txnlog.Txn) <-chan Outcome {
-	t.RequestID = n.nextID.Add(1)
+	if t.RequestID == 0 {
+		t.RequestID = n.nextID.Add(1)
+	}
 	if t.Owner == 0 {
 		t.Owner = n.cfg.ServerID
 	}
@@ -441,6 +443,10 @@ func (n *Node) Submit(t *txnlog.Txn) <-chan Outcome {
 	}
 	return ch
 }
+
+// NewRequestID returns a fresh request id for a transaction the caller
+// wants to know the id of before Submit (Submit assigns one otherwise).
+func (n *Node) NewRequestID() uint64 { return n.nextID.Add(1) }
 
 // batchLoop packs queued proposals into log entries: whatever is waiting when
 // an entry is started goes into it (group commit), and raft batches the

@@ -420,12 +420,20 @@ func (c *conn) submitWrite(h jute.RequestHeader, req jute.Record, sid int64, now
 	t := &txnlog.Txn{Tree: datatree.Txn{Type: h.Type, SessionID: sid, Request: req, IDs: ids}}
 	p := &pending{kind: kindWrite, xid: h.Xid, op: h.Type, req: req, ids: ids, received: now, closeAfter: closing}
 	if c.order.submitNow() {
-		p.outcome = c.s.node.Submit(t)
+		p.outcome = c.propose(t)
 	} else {
 		p.deferred = t
 	}
 	c.enqueue(p)
 	return !closing
+}
+
+// propose submits one of this connection's writes, registered first with
+// the outbox so that notifications of later transactions wait for its reply.
+func (c *conn) propose(t *txnlog.Txn) <-chan replication.Outcome {
+	t.RequestID = c.s.node.NewRequestID()
+	c.out.expect(t.RequestID)
+	return c.s.node.Submit(t)
 }
 
 // sessionOrder keeps a session's writes from overtaking its earlier reads.
@@ -489,7 +497,11 @@ func (c *conn) completeLoop() {
 			continue
 		}
 		c.recordLatency(p, frame)
-		c.out.push(frame, false)
+		if p.kind == kindWrite {
+			c.out.pushWriteReply(frame)
+		} else {
+			c.out.push(frame, false)
+		}
 	}
 }
 
@@ -520,7 +532,7 @@ func (c *conn) complete(p *pending) []byte {
 		return replyFrame(jute.XidPing, c.s.node.LastZxid(), jute.OK, nil)
 	case kindWrite:
 		if p.deferred != nil {
-			p.outcome = c.s.node.Submit(p.deferred)
+			p.outcome = c.propose(p.deferred)
 			c.order.add(0, -1)
 		}
 		o, ok := c.awaitOutcome(p)

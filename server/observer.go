@@ -20,6 +20,11 @@ func (o *observer) Applied(txn *txnlog.Txn, zxid int64, res *datatree.Result) {
 	if len(res.Events) > 0 {
 		s.watches.Trigger(toWatchEvents(res.Events), zxid)
 	}
+	if txn.Owner == s.serverID {
+		if c := s.sessionConn(txn.Tree.SessionID); c != nil {
+			c.out.markApplied(txn.RequestID)
+		}
+	}
 	switch txn.Tree.Type {
 	case jute.OpCreateSession:
 		s.tracker.Add(txn.Tree.SessionID, time.Duration(txn.Timeout)*time.Millisecond)

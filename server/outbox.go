@@ -9,6 +9,15 @@ import (
 // outbox is a connection's outbound frame queue, written by the writer
 // goroutine. Replies and notifications share it, so their order on the wire
 // is the order they were pushed. Guarded by mu.
+//
+// It also keeps ZooKeeper's per-connection order between this connection's
+// write replies and notifications: a notification caused by a transaction
+// applied after one of this connection's writes is held back until that
+// write's reply has been queued (the reply leaves from the pipeline, later
+// than the apply). expecting holds the request ids of this connection's
+// writes not applied yet; applied and answered count its writes applied
+// and answered; held keeps the notifications waiting, each with the count
+// of applied writes whose replies must precede it.
 type outbox struct {
 	mu     sync.Mutex
 	frames [][]byte
@@ -16,10 +25,21 @@ type outbox struct {
 	closed bool
 	wake   chan struct{} // capacity 1: "something changed"
 	limit  int           // bytes of queued notifications tolerated
+
+	expecting map[uint64]struct{}
+	applied   int64
+	answered  int64
+	held      []heldFrame
+	heldBytes int
+}
+
+type heldFrame struct {
+	frame []byte
+	need  int64
 }
 
 func newOutbox(limit int) *outbox {
-	return &outbox{wake: make(chan struct{}, 1), limit: limit}
+	return &outbox{wake: make(chan struct{}, 1), limit: limit, expecting: make(map[uint64]struct{})}
 }
 
 func (o *outbox) signal() {
@@ -38,15 +58,71 @@ func (o *outbox) push(frame []byte, event bool) bool {
 		o.mu.Unlock()
 		return true
 	}
-	if event && o.bytes > o.limit {
+	if event && o.bytes+o.heldBytes > o.limit {
 		o.mu.Unlock()
 		return false
 	}
-	o.frames = append(o.frames, frame)
-	o.bytes += len(frame)
+	if event && o.applied > o.answered {
+		o.held = append(o.held, heldFrame{frame: frame, need: o.applied})
+		o.heldBytes += len(frame)
+		o.mu.Unlock()
+		return true
+	}
+	o.appendLocked(frame)
 	o.mu.Unlock()
 	o.signal()
 	return true
+}
+
+func (o *outbox) appendLocked(frame []byte) {
+	o.frames = append(o.frames, frame)
+	o.bytes += len(frame)
+}
+
+// expect registers a write of this connection before it is proposed.
+func (o *outbox) expect(requestID uint64) {
+	o.mu.Lock()
+	o.expecting[requestID] = struct{}{}
+	o.mu.Unlock()
+}
+
+// applied notes that one of this connection's writes was applied (called
+// under the tree lock, after its own notifications were pushed).
+func (o *outbox) markApplied(requestID uint64) {
+	o.mu.Lock()
+	if _, ok := o.expecting[requestID]; ok {
+		delete(o.expecting, requestID)
+		o.applied++
+	}
+	o.mu.Unlock()
+}
+
+// forget drops a registered write that will never be applied here.
+func (o *outbox) forget(requestID uint64) {
+	o.mu.Lock()
+	delete(o.expecting, requestID)
+	o.mu.Unlock()
+}
+
+// pushWriteReply queues the reply of an applied write and releases the
+// notifications that were waiting for it.
+func (o *outbox) pushWriteReply(frame []byte) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	o.appendLocked(frame)
+	o.answered++
+	n := 0
+	for n < len(o.held) && o.held[n].need <= o.answered {
+		o.appendLocked(o.held[n].frame)
+		o.heldBytes -= len(o.held[n].frame)
+		n++
+	}
+	o.held = o.held[n:]
+	o.mu.Unlock()
+	o.signal()
 }
 
 // close marks the end of the stream: the writer flushes what is queued and

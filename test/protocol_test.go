@@ -264,3 +264,55 @@ func TestPipelinedReadDoesNotSeeLaterWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteReplyAndLaterEventsInZxidOrder: connection A writes /x while
+// connection B writes /y, which A watches. If A's write got the smaller
+// zxid, A must receive its reply before the notification of B's write, as
+// ZooKeeper delivers a connection's replies and events in zxid order.
+func TestWriteReplyAndLaterEventsInZxidOrder(t *testing.T) {
+	srv := startServer(t, testConfig(t, t.TempDir()))
+	a, b := dialRaw(t, srv.Addr().String()), dialRaw(t, srv.Addr().String())
+	for _, c := range []*rawClient{a, b} {
+		if _, err := c.handshake(jute.ConnectRequest{TimeOut: 4000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.call(jute.OpCreate, &jute.CreateRequest{Path: "/x", ACL: jute.OpenACLUnsafe})
+	checked := 0
+	for i := 0; i < 200; i++ {
+		y := fmt.Sprintf("/y%d", i)
+		b.call(jute.OpCreate, &jute.CreateRequest{Path: y, ACL: jute.OpenACLUnsafe})
+		if h, _ := a.call(jute.OpExists, &jute.PathWatchRequest{Path: y, Watch: true}); h.Err != jute.OK {
+			t.Fatal(h.Err)
+		}
+		zB := make(chan int64, 1)
+		go func() {
+			h, _ := b.call(jute.OpSetData, &jute.SetDataRequest{Path: y, Version: -1})
+			zB <- h.Zxid
+		}()
+		a.send(&jute.RequestHeader{Xid: 9000 + int32(i), Type: jute.OpSetData}, &jute.SetDataRequest{Path: "/x", Version: -1})
+		var order []string
+		var zA int64
+		for len(order) < 2 {
+			frame, err := a.readFrame(5 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var h jute.ReplyHeader
+			h.Decode(jute.NewDecoder(frame))
+			if h.Xid == jute.XidNotification {
+				order = append(order, "event")
+			} else {
+				order = append(order, "reply")
+				zA = h.Zxid
+			}
+		}
+		if z := <-zB; zA < z {
+			checked++
+			if order[0] != "reply" {
+				t.Fatalf("round %d: the event of zxid %#x reached A before the reply of its own earlier write (zxid %#x)", i, z, zA)
+			}
+		}
+	}
+	t.Logf("%d of 200 rounds had A's write first", checked)
+}
