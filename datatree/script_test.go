@@ -117,9 +117,8 @@ func TestScripts(t *testing.T) {
 // script runs commands against one tree; the first command may be
 // `config [extended] [auth]`.
 type script struct {
-	t    *testing.T
-	h    *harness
-	args map[string]string
+	t *testing.T
+	h *harness
 }
 
 func (s *script) tree() *harness {

@@ -139,7 +139,8 @@ func TestDecoderAccessors(t *testing.T) {
 	if err := d.Finish(true); err == nil {
 		t.Error("Finish(true) with trailing bytes: no error")
 	}
-	if !d.Bool() || !d.Bool() || d.Remaining() != 0 {
+	first, second := d.Bool(), d.Bool()
+	if !first || !second || d.Remaining() != 0 {
 		t.Error("non-zero bytes must read as true")
 	}
 	if d.Bool() || !errors.Is(d.Err(), jute.ErrShortBuffer) {

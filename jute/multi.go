@@ -20,9 +20,6 @@ func (r *MultiHeader) Decode(d *Decoder) {
 	r.Err = Code(d.Int())
 }
 
-// multiHeaderSize is the encoded size of a MultiHeader.
-const multiHeaderSize = 9
-
 // multiEnd is the terminating header of both requests and responses.
 var multiEnd = MultiHeader{Type: OpError, Done: true, Err: -1}
 

@@ -61,11 +61,6 @@ func (f *fwdFuture) Error() error {
 	return f.res.err
 }
 
-// errorFuture is a future that has already failed.
-type errorFuture struct{ err error }
-
-func (f errorFuture) Error() error { return f.err }
-
 // forwarder is a follower's connection to the leader. mu guards conn,
 // connLeader, seq and pending.
 type forwarder struct {

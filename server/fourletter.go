@@ -270,7 +270,7 @@ func (s *Server) environment() []keyValue {
 		{"host.name", host},
 		{"java.version", runtime.Version()},
 		{"java.vendor", "zkserverd (Go runtime)"},
-		{"java.home", runtime.GOROOT()},
+		{"java.home", filepath.Dir(exe)},
 		{"java.class.path", exe},
 		{"java.library.path", ""},
 		{"java.io.tmpdir", os.TempDir()},

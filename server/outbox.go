@@ -97,13 +97,6 @@ func (o *outbox) markApplied(requestID uint64) {
 	o.mu.Unlock()
 }
 
-// forget drops a registered write that will never be applied here.
-func (o *outbox) forget(requestID uint64) {
-	o.mu.Lock()
-	delete(o.expecting, requestID)
-	o.mu.Unlock()
-}
-
 // pushWriteReply queues the reply of an applied write and releases the
 // notifications that were waiting for it.
 func (o *outbox) pushWriteReply(frame []byte) {
