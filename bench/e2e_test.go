@@ -10,6 +10,7 @@ import (
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/servertest"
 )
 
 // startServer runs an in-process zkserverd on a free loopback port.
@@ -21,18 +22,7 @@ func startServer(t *testing.T) string {
 	cfg.ClientPortAddress = "127.0.0.1"
 	cfg.ClientPort = 0
 	cfg.MaxClientCnxns = 0
-	srv, err := server.New(server.Options{Config: cfg, InMemory: true})
-	if err != nil {
-		t.Fatalf("new server: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := srv.Start(ctx); err != nil {
-		srv.Close()
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv.Addr().String()
+	return servertest.Start(t, server.Options{Config: cfg, InMemory: true}).Addr().String()
 }
 
 // shortConfig is a small, brief run against addr. The server runs in this

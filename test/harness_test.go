@@ -1,7 +1,6 @@
 package test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/servertest"
 )
 
 // testConfig is a standalone configuration on a free loopback port with a
@@ -53,18 +53,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 // startServer runs an in-process server and stops it when the test ends.
 func startServer(t *testing.T, cfg conf.Config) *server.Server {
 	t.Helper()
-	srv, err := server.New(server.Options{Config: cfg, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatalf("new server: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := srv.Start(ctx); err != nil {
-		srv.Close()
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return servertest.Start(t, server.Options{Config: cfg, Logger: testLogger(t)})
 }
 
 // connect opens a go-zookeeper session and waits until it has a session.

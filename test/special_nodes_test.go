@@ -3,7 +3,6 @@ package test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/servertest"
 	"github.com/zkserverd/zkserverd/session"
 )
 
@@ -74,18 +74,7 @@ func (c *reapClock) settle(t *testing.T) {
 // startReapServer runs an in-process server whose reaper uses clk.
 func startReapServer(t *testing.T, cfg conf.Config, clk *reapClock) *server.Server {
 	t.Helper()
-	srv, err := server.New(server.Options{Config: cfg, Logger: testLogger(t), ReaperClock: clk})
-	if err != nil {
-		t.Fatalf("new server: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := srv.Start(ctx); err != nil {
-		srv.Close()
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return servertest.Start(t, server.Options{Config: cfg, Logger: testLogger(t), ReaperClock: clk})
 }
 
 func snCreate(t *testing.T, c *zk.Conn, path string, data []byte) {

@@ -2,7 +2,6 @@ package zkimport_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/servertest"
 	"github.com/zkserverd/zkserverd/zkimport"
 )
 
@@ -73,18 +73,7 @@ func startServer(t *testing.T, dataDir string) string {
 	cfg.AdminServerPort = 0
 	cfg.ExtendedTypesEnabled = true
 	cfg.ContainerCheckIntervalMs = int(time.Hour / time.Millisecond) // keep /c2 and /ttl
-	srv, err := server.New(server.Options{Config: cfg})
-	if err != nil {
-		t.Fatalf("new server: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := srv.Start(ctx); err != nil {
-		srv.Close()
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv.Addr().String()
+	return servertest.Start(t, server.Options{Config: cfg}).Addr().String()
 }
 
 type quiet struct{}
