@@ -98,6 +98,9 @@ type Config struct {
 	ReadOnlyModeEnabled           bool // readonlymode.enabled, default false
 	SkipACL                       bool // zookeeper.skipACL=yes|no, default no
 	AuditEnable                   bool // audit.enable: one audit log line per write, default false
+	// LogStore (zkserverd's logStore) selects the raft log store: "boltdb"
+	// (default) or "wal".
+	LogStore string
 
 	// JuteMaxBuffer is the largest packet, default 0xfffff. ZooKeeper reads
 	// it only from the JVM property; zkserverd also takes jute.maxbuffer

@@ -177,6 +177,11 @@ func (p *parser) setQuorumKey(key, v string) (bool, error) {
 		c.ReconfigEnabled, err = parseBool(key, v)
 	case "join":
 		c.Join, err = parseBool(key, v)
+	case "logStore":
+		if v != "boltdb" && v != "wal" {
+			err = keyErr(key, v, "is neither boltdb nor wal")
+		}
+		c.LogStore = v
 	case "localSessionsEnabled":
 		c.LocalSessionsEnabled, err = parseBool(key, v)
 	case "localSessionsUpgradingEnabled":

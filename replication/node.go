@@ -17,6 +17,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
 
 	"github.com/zkserverd/zkserverd/datatree"
@@ -70,6 +72,10 @@ type Config struct {
 	// OnTouch receives session liveness reports (on the leader), from this
 	// member and from the others.
 	OnTouch func(ids []int64)
+	// LogStore selects the raft log and stable store: "boltdb" (default,
+	// raft-boltdb on bbolt) or "wal" (hashicorp/raft-wal: append-only
+	// segment files).
+	LogStore string
 	// RaftTransport, when set, carries raft traffic instead of TCP on the
 	// quorum port (tests use raft's in-memory transport; Peer.RaftAddr must
 	// then be the transport's address). Forwarding still uses TCP.
@@ -356,6 +362,26 @@ func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raf
 		if err := os.MkdirAll(d, 0o750); err != nil {
 			return nil, nil, nil, fmt.Errorf("replication: create %s: %w", d, err)
 		}
+	}
+	if n.cfg.LogStore == "wal" {
+		walDir := filepath.Join(logDir, "wal")
+		if err := os.MkdirAll(walDir, 0o750); err != nil {
+			return nil, nil, nil, fmt.Errorf("replication: create %s: %w", walDir, err)
+		}
+		// The WAL does not close its metadata database itself; it is ours
+		// to close after the WAL (closers run in reverse order).
+		meta := &metadb.BoltMetaDB{}
+		n.closers = append(n.closers, meta.Close)
+		store, err := wal.Open(walDir, wal.WithMetaStore(meta))
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("replication: open log store: %w", err)
+		}
+		n.closers = append(n.closers, store.Close)
+		snaps, err := raft.NewFileSnapshotStoreWithLogger(snapDir, 2, rc.Logger)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("replication: open snapshot store: %w", err)
+		}
+		return store, store, snaps, nil
 	}
 	// The freelist is not written on every commit (it is rebuilt on open):
 	// with a log that grows and is compacted, syncing it makes every commit

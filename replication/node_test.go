@@ -14,8 +14,13 @@ import (
 )
 
 func openNode(t *testing.T, dir string, inMemory bool) *Node {
+	return openNodeWith(t, Config{DataDir: dir, InMemory: inMemory})
+}
+
+func openNodeWith(t *testing.T, cfg Config) *Node {
 	t.Helper()
-	n, err := Open(Config{DataDir: dir, InMemory: inMemory, ForceSync: true, SnapshotThreshold: 64, TrailingLogs: 16})
+	cfg.ForceSync, cfg.SnapshotThreshold, cfg.TrailingLogs = true, 64, 16
+	n, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +106,14 @@ func TestConcurrentWritesShareEntries(t *testing.T) {
 }
 
 func TestRestartReplaysLogAndSnapshot(t *testing.T) {
+	for _, store := range []string{"boltdb", "wal"} {
+		t.Run(store, func(t *testing.T) { restartReplaysLogAndSnapshot(t, store) })
+	}
+}
+
+func restartReplaysLogAndSnapshot(t *testing.T, store string) {
 	dir := t.TempDir()
-	n := openNode(t, dir, false)
+	n := openNodeWith(t, Config{DataDir: dir, LogStore: store})
 	for i := 0; i < 200; i++ { // crosses the snapshot threshold of 64 entries
 		if o := await(t, n.Submit(createTxn(fmt.Sprintf("/r%d", i)))); o.Err != nil {
 			t.Fatal(o.Err)
@@ -123,7 +134,7 @@ func TestRestartReplaysLogAndSnapshot(t *testing.T) {
 	last := n.LastZxid()
 	n.Close()
 
-	n2 := openNode(t, dir, false)
+	n2 := openNodeWith(t, Config{DataDir: dir, LogStore: store})
 	defer n2.Close()
 	var got bytes.Buffer
 	n2.Tree().WriteSnapshot(&got)

@@ -145,6 +145,7 @@ func New(opts Options) (*Server, error) {
 		ForwardTimeout:    time.Duration(cfg.InitLimit*cfg.TickTime) * time.Millisecond,
 		OnTouch:           s.onTouch,
 		Join:              cfg.Join,
+		LogStore:          cfg.LogStore,
 	})
 	if err != nil {
 		return nil, err

@@ -20,9 +20,15 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary; run without -short")
 	}
+	for _, store := range []string{"boltdb", "wal"} {
+		t.Run(store, func(t *testing.T) { kill9KeepsAcknowledgedWrites(t, "logStore="+store) })
+	}
+}
+
+func kill9KeepsAcknowledgedWrites(t *testing.T, extraConfig string) {
 	dir := t.TempDir()
 	port := freePort(t)
-	p := startProcess(t, dir, port)
+	p := startProcess(t, dir, port, extraConfig)
 
 	raw := dialRaw(t, p.addr)
 	sess, err := raw.handshake(jute.ConnectRequest{TimeOut: 4000})
@@ -71,7 +77,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	c.Close() // fails the requests still waiting for the dead server
 	wg.Wait()
 
-	p2 := startProcess(t, dir, port)
+	p2 := startProcess(t, dir, port, extraConfig)
 	c2, _ := connect(t, p2.addr, 4*time.Second)
 	mu.Lock()
 	defer mu.Unlock()

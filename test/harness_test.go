@@ -153,10 +153,13 @@ type process struct {
 
 // startProcess runs the built binary with a zoo.cfg in dir and waits until
 // it answers ruok.
-func startProcess(t *testing.T, dir string, port int) *process {
+func startProcess(t *testing.T, dir string, port int, extraConfig ...string) *process {
 	t.Helper()
 	cfgPath := filepath.Join(dir, "zoo.cfg")
-	cfgText := fmt.Sprintf("tickTime=200\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n", filepath.Join(dir, "data"), port)
+	cfgText := fmt.Sprintf("tickTime=200\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.serverPort=0\n", filepath.Join(dir, "data"), port)
+	for _, line := range extraConfig {
+		cfgText += line + "\n"
+	}
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
