@@ -160,7 +160,10 @@ func (f *fsm) setConfig(tree *datatree.Tree, t *txnlog.Txn, zxid int64) *datatre
 	text := append(append([]byte(nil), req.Data...), fmt.Sprintf("version=%x", zxid)...)
 	tree.SetConfigNode(text, zxid, t.Tree.Time)
 	data, st, _ := tree.GetData(configPath, nil, nil)
-	return &datatree.Result{Response: &jute.GetDataResponse{Data: data, Stat: st}}
+	return &datatree.Result{
+		Response: &jute.GetDataResponse{Data: data, Stat: st},
+		Events:   []datatree.Event{{Type: jute.EventNodeDataChanged, Path: configPath}},
+	}
 }
 
 // configPath is the znode holding the dynamic configuration.

@@ -44,9 +44,21 @@ func TestEnsembleReconfigAddRemove(t *testing.T) {
 	if _, err := c.IncrementalReconfig(nil, nil, 12345); !errors.Is(err, zk.ErrBadVersion) {
 		t.Fatalf("reconfig with a stale version: %v, want ErrBadVersion", err)
 	}
+	_, _, configWatch, err := c.GetW("/zookeeper/config")
+	if err != nil {
+		t.Fatal(err)
+	}
 	joining := fmt.Sprintf("server.4=%s", lines[3].String())
 	if _, err := c.IncrementalReconfig([]string{joining}, nil, -1); err != nil {
 		t.Fatalf("reconfig -add: %v", err)
+	}
+	select {
+	case ev := <-configWatch:
+		if ev.Type != zk.EventNodeDataChanged || ev.Path != "/zookeeper/config" {
+			t.Fatalf("config watch got %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no NodeDataChanged on /zookeeper/config after reconfig")
 	}
 	e.waitServing(3)
 	newcomer, _ := connect(t, e.addr(3), 4*time.Second)
