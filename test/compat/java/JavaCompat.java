@@ -510,9 +510,15 @@ public final class JavaCompat {
         check(initialized.await(WAIT_MS, TimeUnit.MILLISECONDS), "initialized");
         check(cache.get(path + "/pre").isPresent(), "existing node cached");
         CuratorFramework writer = client();
+        // Each step waits until the cache has seen the previous one: with no
+        // wait, the cache may fetch /a after setData (on either server) and
+        // then rightly report no change.
         writer.create().forPath(path + "/a", bytes("1"));
+        check(waitFor(() -> events.contains("create " + path + "/a 1")), "cache saw /a created");
         writer.create().forPath(path + "/a/b", bytes("2"));
+        check(waitFor(() -> events.contains("create " + path + "/a/b 2")), "cache saw /a/b created");
         writer.setData().forPath(path + "/a", bytes("3"));
+        check(waitFor(() -> events.contains("change " + path + "/a 3")), "cache saw /a change");
         writer.delete().forPath(path + "/a/b");
         List<String> want = List.of("create " + path + "/a 1", "create " + path + "/a/b 2",
                 "change " + path + "/a 3", "delete " + path + "/a/b");
