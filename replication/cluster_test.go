@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,20 +19,33 @@ import (
 )
 
 // freeAddr returns a free loopback address below the kernel's ephemeral
-// port range, so outgoing connections cannot take it before the bind.
+// port range, so outgoing connections cannot take it before the bind; never
+// the same one twice in this process (a cluster picks all its addresses
+// before binding), and from 20000-25999 (the test package uses 26000+).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	for i := 0; i < 200; i++ {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(20000+rand.IntN(12000)))
+	addrsMu.Lock()
+	defer addrsMu.Unlock()
+	for i := 0; i < 500; i++ {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(20000+rand.IntN(6000)))
+		if addrsGiven[addr] {
+			continue
+		}
 		ln, err := net.Listen("tcp", addr)
 		if err == nil {
 			ln.Close()
+			addrsGiven[addr] = true
 			return addr
 		}
 	}
 	t.Fatal("no free port found")
 	return ""
 }
+
+var (
+	addrsMu    sync.Mutex
+	addrsGiven = map[string]bool{}
+)
 
 type testCluster struct {
 	t     *testing.T

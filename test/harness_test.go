@@ -130,19 +130,33 @@ func zkBinary(t *testing.T) string {
 // freePort returns a loopback port that is free now, chosen below the
 // kernel's ephemeral range (32768+), so the outgoing connections of the
 // tests themselves cannot take it between this call and the server's bind.
+// A port is never handed out twice in one test process (ensembles pick all
+// their ports before binding any), and this package draws from
+// 26000-31999 while replication's tests draw from 20000-25999.
 func freePort(t *testing.T) int {
 	t.Helper()
-	for i := 0; i < 200; i++ {
-		port := 20000 + rand.IntN(12000)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for i := 0; i < 500; i++ {
+		port := 26000 + rand.IntN(6000)
+		if portsGiven[port] {
+			continue
+		}
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err == nil {
 			ln.Close()
+			portsGiven[port] = true
 			return port
 		}
 	}
 	t.Fatal("no free port found")
 	return 0
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // process is a zkserverd child process.
 type process struct {
