@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -592,9 +593,8 @@ func (c *conn) recordLatency(p *pending, frame []byte) {
 	if p.xid >= 0 {
 		c.lastCxid.Store(p.xid)
 	}
-	var h jute.ReplyHeader
-	h.Decode(jute.NewDecoder(frame[4:]))
-	c.lastZxid.Store(h.Zxid)
+	// The reply header is int32 length, int32 xid, int64 zxid, ...
+	c.lastZxid.Store(int64(binary.BigEndian.Uint64(frame[8:16])))
 	c.lastResp.Store(time.Now().UnixMilli())
 	c.lastLatency.Store(d.Milliseconds())
 	c.s.stats.responseSize(int64(len(frame) - 4))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -43,12 +42,11 @@ func dynamicConfigText(cfg conf.Config) []byte {
 	if !cfg.Distributed() {
 		return nil
 	}
-	var b strings.Builder
+	dc := dynamicConfig{servers: make(map[int64]conf.Server, len(cfg.Servers))}
 	for _, s := range cfg.Servers {
-		b.WriteString("server." + strconv.FormatInt(s.ID, 10) + "=" + s.String() + "\n")
+		dc.servers[s.ID] = s
 	}
-	b.WriteString("version=" + strconv.FormatInt(cfg.ConfigVersion, 16))
-	return []byte(b.String())
+	return append(dc.lines(), "version="+strconv.FormatInt(cfg.ConfigVersion, 16)...)
 }
 
 // toucher collects the sessions that showed activity on this member and
