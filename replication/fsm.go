@@ -22,6 +22,10 @@ import (
 // goroutine with the tree's write lock held: it must be fast, must not block
 // and must not call back into the tree.
 type Observer interface {
+	// BeforeApply is called on the FSM goroutine before each transaction
+	// is applied, without the tree lock. It may block briefly to hold the
+	// transaction back (a proposer's ordering constraint).
+	BeforeApply(txn *txnlog.Txn)
 	Applied(txn *txnlog.Txn, zxid int64, res *datatree.Result)
 	// Restored is called after the state was replaced by a snapshot.
 	Restored()
@@ -86,6 +90,9 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	tree, sessions := f.tree.Load(), f.sessions.Load()
 	f.sinceSnapshot.Add(int64(len(en.Txns)))
 	for _, t := range en.Txns {
+		if f.observer != nil {
+			f.observer.BeforeApply(t)
+		}
 		zxid := f.nextZxid(l.Term)
 		switch t.Tree.Type {
 		case jute.OpCreateSession:

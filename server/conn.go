@@ -395,35 +395,42 @@ func (c *conn) handle(payload []byte) bool {
 	}
 	switch {
 	case h.Type == jute.OpReconfig && c.s.cfg.ReconfigEnabled:
+		c.order.addBarrier()
 		c.enqueue(&pending{kind: kindReconfig, xid: h.Xid, op: h.Type, req: req, ids: c.authIDs(), received: now})
 	case h.Type.IsWrite():
 		return c.submitWrite(h, req, sid, now)
 	case h.Type == jute.OpSync:
+		c.order.addBarrier()
 		c.enqueue(&pending{kind: kindSync, xid: h.Xid, op: h.Type, req: req, received: now})
 	default:
 		// The identities are those the connection had when the request
 		// arrived, as ZooKeeper captures them: an auth packet pipelined
 		// after a read does not grant that read anything.
-		c.order.add(1, 0)
+		c.order.addRead()
 		c.enqueue(&pending{kind: kindRead, xid: h.Xid, op: h.Type, req: req, ids: c.authIDs(), received: now})
 	}
 	return true
 }
 
 // submitWrite proposes a write transaction and queues its reply slot.
-func (c *conn) submitWrite(h jute.RequestHeader, req jute.Record, sid int64, now time.Time) bool {
+func (c *conn) submitWrite(h jute.RequestHeader, req jute.Record, sid int64, received time.Time) bool {
 	closing := h.Type == jute.OpCloseSession
 	if closing {
 		c.closeRequested.Store(true)
 		req = nil
 	}
 	ids := c.authIDs()
-	t := &txnlog.Txn{Tree: datatree.Txn{Type: h.Type, SessionID: sid, Request: req, IDs: ids}}
-	p := &pending{kind: kindWrite, xid: h.Xid, op: h.Type, req: req, ids: ids, received: now, closeAfter: closing}
-	if c.order.submitNow() {
-		p.outcome = c.propose(t)
-	} else {
+	t := &txnlog.Txn{RequestID: c.s.node.NewRequestID(), Tree: datatree.Txn{Type: h.Type, SessionID: sid, Request: req, IDs: ids}}
+	p := &pending{kind: kindWrite, xid: h.Xid, op: h.Type, req: req, ids: ids, received: received, closeAfter: closing}
+	now, gated := c.order.admitWrite(t.RequestID)
+	switch {
+	case !now:
 		p.deferred = t
+	case gated:
+		c.s.gated.Add(1)
+		p.outcome = c.propose(t)
+	default:
+		p.outcome = c.propose(t)
 	}
 	c.enqueue(p)
 	return !closing
@@ -432,40 +439,8 @@ func (c *conn) submitWrite(h jute.RequestHeader, req jute.Record, sid int64, now
 // propose submits one of this connection's writes, registered first with
 // the outbox so that notifications of later transactions wait for its reply.
 func (c *conn) propose(t *txnlog.Txn) <-chan replication.Outcome {
-	t.RequestID = c.s.node.NewRequestID()
 	c.out.expect(t.RequestID)
 	return c.s.node.Submit(t)
-}
-
-// sessionOrder keeps a session's writes from overtaking its earlier reads.
-// A write is proposed as soon as it arrives (so writes pipeline through
-// group commit) unless an earlier read of the connection has not run yet,
-// or an earlier write is itself deferred: then it is proposed by the
-// completer when it reaches it, so a read never observes a write the client
-// sent after it. mu guards the counters; the reader increments, the
-// completer decrements.
-type sessionOrder struct {
-	mu       sync.Mutex
-	reads    int // reads queued and not yet run
-	deferred int // writes waiting for the completer to propose them
-}
-
-// submitNow decides for an arriving write; false means deferred.
-func (o *sessionOrder) submitNow() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.reads == 0 && o.deferred == 0 {
-		return true
-	}
-	o.deferred++
-	return false
-}
-
-func (o *sessionOrder) add(reads, deferred int) {
-	o.mu.Lock()
-	o.reads += reads
-	o.deferred += deferred
-	o.mu.Unlock()
 }
 
 // checkMultiKinds rejects a multi holding read ops and a multiRead holding
@@ -534,7 +509,7 @@ func (c *conn) complete(p *pending) []byte {
 	case kindWrite:
 		if p.deferred != nil {
 			p.outcome = c.propose(p.deferred)
-			c.order.add(0, -1)
+			c.order.deferredProposed()
 		}
 		o, ok := c.awaitOutcome(p)
 		if !ok {
@@ -555,14 +530,16 @@ func (c *conn) complete(p *pending) []byte {
 		c.auditWrite(p, o.Zxid, o.Result.Err)
 		return replyFrame(p.xid, o.Zxid, o.Result.Err, o.Result.Response)
 	case kindSync:
+		defer c.order.barrierDone()
 		return c.completeSync(p)
 	case kindReconfig:
+		defer c.order.barrierDone()
 		zxid, code, body := c.reconfigure(p.req.(*jute.ReconfigRequest), p.ids)
 		return replyFrame(p.xid, zxid, code, body)
 	default:
 		c.reqIDs = p.ids
 		frame := c.execRead(p)
-		c.order.add(-1, 0)
+		c.order.readDone()
 		return frame
 	}
 }

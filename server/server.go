@@ -51,17 +51,21 @@ type Options struct {
 
 // Server is a standalone zkserverd member serving clients.
 type Server struct {
-	cfg      conf.Config
-	log      *slog.Logger
-	node     *replication.Node
-	tracker  *session.Tracker
-	idGen    *session.IDGenerator
-	auth     *acl.Registry
-	watches  *watch.Registry
-	stats    *serverStats
-	audit    *slog.Logger // audit.enable lines (audit.go)
-	touches  toucher
-	serving  atomic.Bool
+	cfg     conf.Config
+	log     *slog.Logger
+	node    *replication.Node
+	tracker *session.Tracker
+	idGen   *session.IDGenerator
+	auth    *acl.Registry
+	watches *watch.Registry
+	stats   *serverStats
+	audit   *slog.Logger // audit.enable lines (audit.go)
+	touches toucher
+	serving atomic.Bool
+	// gated counts writes holding a gate for their session's earlier reads
+	// (order.go); zero lets BeforeApply return at once. It may overcount
+	// when a gated write's connection ends before the write is applied.
+	gated    atomic.Int64
 	started  time.Time
 	dataDir  string
 	logDir   string

@@ -265,6 +265,78 @@ func TestPipelinedReadDoesNotSeeLaterWrite(t *testing.T) {
 	}
 }
 
+// TestPipelinedReadsWritesAndSyncs pipelines writes, reads and syncs on one
+// connection, standalone and on every member of an ensemble: each read
+// returns the value of the write sent just before it, never one sent after
+// it, and the pipeline never stalls (a write held back for an earlier read
+// must not wait on a sync that waits for that write).
+func TestPipelinedReadsWritesAndSyncs(t *testing.T) {
+	t.Run("standalone", func(t *testing.T) {
+		srv := startServer(t, testConfig(t, t.TempDir()))
+		pipelineRounds(t, srv.Addr().String(), "/mix")
+	})
+	t.Run("ensemble", func(t *testing.T) {
+		e := startEnsemble(t, 3)
+		for i, srv := range e.servers {
+			pipelineRounds(t, srv.Addr().String(), fmt.Sprintf("/mix%d", i))
+		}
+	})
+}
+
+// pipelineRounds sends rounds of setData, getData, (every third round)
+// sync, setData, getData without waiting, and checks each round's replies.
+func pipelineRounds(t *testing.T, addr, path string) {
+	t.Helper()
+	raw := dialRaw(t, addr)
+	if _, err := raw.handshake(jute.ConnectRequest{TimeOut: 4000}); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := raw.call(jute.OpCreate, &jute.CreateRequest{Path: path, ACL: jute.OpenACLUnsafe}); h.Err != jute.OK {
+		t.Fatal(h.Err)
+	}
+	type step struct {
+		op   jute.OpCode
+		req  jute.Record
+		want string // getData: the value it must return
+	}
+	set := func(v string) step {
+		return step{op: jute.OpSetData, req: &jute.SetDataRequest{Path: path, Data: []byte(v), Version: -1}}
+	}
+	get := func(want string) step { return step{op: jute.OpGetData, req: &jute.PathWatchRequest{Path: path}, want: want} }
+	xid := int32(100)
+	for i := 0; i < 30; i++ {
+		a, b := fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)
+		steps := []step{set(a), get(a), set(b), get(b)}
+		if i%3 == 0 {
+			steps = []step{set(a), get(a), {op: jute.OpSync, req: &jute.PathRequest{Path: path}}, set(b), get(b)}
+		}
+		for k, s := range steps {
+			raw.send(&jute.RequestHeader{Xid: xid + int32(k), Type: s.op}, s.req)
+		}
+		for _, s := range steps {
+			b, err := raw.readFrame(10 * time.Second)
+			if err != nil {
+				t.Fatalf("%s: round %d: reply %d (%v): %v", addr, i, xid, s.op, err)
+			}
+			d := jute.NewDecoder(b)
+			var h jute.ReplyHeader
+			h.Decode(d)
+			if h.Xid != xid || h.Err != jute.OK {
+				t.Fatalf("%s: round %d: reply %+v, want xid %d (%v) OK", addr, i, h, xid, s.op)
+			}
+			xid++
+			if s.op != jute.OpGetData {
+				continue
+			}
+			var r jute.GetDataResponse
+			r.Decode(d)
+			if string(r.Data) != s.want {
+				t.Fatalf("%s: round %d: getData returned %q, want %q", addr, i, r.Data, s.want)
+			}
+		}
+	}
+}
+
 // TestWriteReplyAndLaterEventsInZxidOrder: connection A writes /x while
 // connection B writes /y, which A watches. If A's write got the smaller
 // zxid, A must receive its reply before the notification of B's write, as
