@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -247,7 +248,9 @@ func (n *Node) handleForward(kind byte, seq int64, body []byte) fwdReply {
 			r.status = fwdNotLeader
 			return r
 		}
-		r.body = binary.BigEndian.AppendUint64(nil, n.raft.LastIndex())
+		last := n.raft.LastIndex()
+		r.body = binary.BigEndian.AppendUint64(nil, last)
+		r.wait = n.announceApplied(last)
 		return r
 	case fwdReconfig:
 		if !n.IsLeader() {
@@ -272,6 +275,23 @@ func (n *Node) handleForward(kind byte, seq int64, body []byte) fwdReply {
 	}
 	r.status = fwdFailed
 	return r
+}
+
+// announceApplied waits until this leader has applied index, then
+// announces its commit index (announceCommit), so a follower syncing to
+// index does not wait for raft's commit timeout. The reply waits for it.
+func (n *Node) announceApplied(index uint64) <-chan error {
+	ch := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ForwardTimeout)
+		defer cancel()
+		err := n.WaitApplied(ctx, index)
+		if err == nil {
+			n.announceCommit()
+		}
+		ch <- err
+	}()
+	return ch
 }
 
 func (n *Node) writeForwardReplies(c net.Conn, replies <-chan fwdReply) {

@@ -552,9 +552,11 @@ func (n *Node) enqueueForwarded(txns [][]byte) <-chan error {
 }
 
 // collectLoop waits for each entry's future in order and fails the
-// proposals of entries that were not committed.
+// proposals of entries that were not committed. On a leader it also makes
+// sure members whose forwarded writes were committed learn so promptly.
 func (n *Node) collectLoop() {
 	defer n.wg.Done()
+	forwarded := false // committed forwarded writes followers may not know of yet
 	for e := range n.inflight {
 		err := e.future.Error()
 		if err != nil {
@@ -562,13 +564,32 @@ func (n *Node) collectLoop() {
 		}
 		for _, p := range e.props {
 			if p.done != nil {
+				forwarded = forwarded || err == nil
 				p.done(err)
 			}
 			if err != nil {
 				n.waiters.trigger(p.id, Outcome{Err: fmt.Errorf("%w: %v", ErrNotReplicated, err)})
 			}
 		}
+		if forwarded && len(n.inflight) == 0 && len(n.proposals) == 0 {
+			n.announceCommit()
+			forwarded = false
+		}
 	}
+}
+
+// announceCommit appends a barrier entry so that followers learn the
+// leader's commit index now. A follower applies an entry only once it
+// knows the entry is committed, and raft tells it with the next append,
+// or after CommitTimeout when no append comes: a write forwarded by an
+// otherwise idle follower would wait that long for its reply. The barrier
+// is such an append. While work is queued the next entry carries the
+// commit index anyway, so the collector calls this only when it is idle.
+func (n *Node) announceCommit() {
+	if !n.clustered() || !n.IsLeader() {
+		return
+	}
+	n.raft.Barrier(n.cfg.ForwardTimeout)
 }
 
 func (n *Node) failQueued() {

@@ -97,7 +97,7 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 	c := &conn{
 		s:           s,
 		nc:          nc,
-		br:          bufio.NewReaderSize(nc, 64<<10),
+		br:          s.readBuffer(nc),
 		ip:          ip,
 		out:         newOutbox(outboxEventLimit),
 		queue:       make(chan *pending, pipelineDepth),
@@ -110,9 +110,24 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 	return c
 }
 
+// readBufferSize is the size of a connection's read buffer.
+const readBufferSize = 64 << 10
+
+// readBuffer returns a read buffer for nc, reusing one of an ended
+// connection when there is one: connections come and go at a high rate, and
+// a fresh 64 KiB buffer for each is most of the cost of accepting one.
+func (s *Server) readBuffer(nc net.Conn) *bufio.Reader {
+	if br, ok := s.readBuffers.Get().(*bufio.Reader); ok {
+		br.Reset(nc)
+		return br
+	}
+	return bufio.NewReaderSize(nc, readBufferSize)
+}
+
 // serve runs the connection to its end.
 func (c *conn) serve() {
 	defer c.s.forget(c)
+	defer c.releaseReadBuffer()
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -134,6 +149,14 @@ func (c *conn) serve() {
 	<-completerDone
 	<-writerDone
 	c.s.watches.RemoveWatcher(c)
+}
+
+// releaseReadBuffer gives the read buffer back once the reader is done
+// with it.
+func (c *conn) releaseReadBuffer() {
+	c.br.Reset(nil)
+	c.s.readBuffers.Put(c.br)
+	c.br = nil
 }
 
 // writeTimeout is how long one write may stall before the client is

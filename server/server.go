@@ -65,12 +65,14 @@ type Server struct {
 	// gated counts writes holding a gate for their session's earlier reads
 	// (order.go); zero lets BeforeApply return at once. It may overcount
 	// when a gated write's connection ends before the write is applied.
-	gated    atomic.Int64
-	started  time.Time
-	dataDir  string
-	logDir   string
-	serverID int64
-	ops      *operations // metrics registry, /metrics and AdminServer (metrics.go, admin.go)
+	gated   atomic.Int64
+	started time.Time
+	// readBuffers holds the read buffers of ended connections (conn.go).
+	readBuffers sync.Pool
+	dataDir     string
+	logDir      string
+	serverID    int64
+	ops         *operations // metrics registry, /metrics and AdminServer (metrics.go, admin.go)
 
 	reaperClock session.Clock // Options.ReaperClock (reaper.go)
 
