@@ -98,8 +98,9 @@ type Config struct {
 	ReadOnlyModeEnabled           bool // readonlymode.enabled, default false
 	SkipACL                       bool // zookeeper.skipACL=yes|no, default no
 	AuditEnable                   bool // audit.enable: one audit log line per write, default false
-	// LogStore (zkserverd's logStore) selects the raft log store: "boltdb"
-	// (default) or "wal".
+	// LogStore (zkserverd's logStore) selects the raft log store: "wal" or
+	// "boltdb". Empty (the default) keeps the store a data directory was
+	// created with, and uses wal for a new one.
 	LogStore string
 
 	// JuteMaxBuffer is the largest packet, default 0xfffff. ZooKeeper reads

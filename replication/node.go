@@ -18,7 +18,9 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
+	walfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
 	"go.etcd.io/bbolt"
 
 	"github.com/zkserverd/zkserverd/datatree"
@@ -72,9 +74,10 @@ type Config struct {
 	// OnTouch receives session liveness reports (on the leader), from this
 	// member and from the others.
 	OnTouch func(ids []int64)
-	// LogStore selects the raft log and stable store: "boltdb" (default,
-	// raft-boltdb on bbolt) or "wal" (hashicorp/raft-wal: append-only
-	// segment files).
+	// LogStore selects the raft log and stable store: "wal"
+	// (hashicorp/raft-wal: append-only segment files) or "boltdb"
+	// (raft-boltdb on bbolt). Empty means the store already in the data
+	// directory, and wal for a new one (see chooseLogStore).
 	LogStore string
 	// RaftTransport, when set, carries raft traffic instead of TCP on the
 	// quorum port (tests use raft's in-memory transport; Peer.RaftAddr must
@@ -363,7 +366,12 @@ func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raf
 			return nil, nil, nil, fmt.Errorf("replication: create %s: %w", d, err)
 		}
 	}
-	if n.cfg.LogStore == "wal" {
+	kind, err := chooseLogStore(n.cfg.LogStore, logDir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	n.log.Info("raft log store", "kind", kind, "dir", logDir)
+	if kind == "wal" {
 		walDir := filepath.Join(logDir, "wal")
 		if err := os.MkdirAll(walDir, 0o750); err != nil {
 			return nil, nil, nil, fmt.Errorf("replication: create %s: %w", walDir, err)
@@ -372,7 +380,11 @@ func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raf
 		// to close after the WAL (closers run in reverse order).
 		meta := &metadb.BoltMetaDB{}
 		n.closers = append(n.closers, meta.Close)
-		store, err := wal.Open(walDir, wal.WithMetaStore(meta))
+		filer := segment.NewFiler(walDir, walfs.New())
+		if !n.cfg.ForceSync {
+			filer = segment.NewFiler(walDir, noSyncFS{walfs.New()})
+		}
+		store, err := wal.Open(walDir, wal.WithMetaStore(meta), wal.WithSegmentFiler(filer))
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("replication: open log store: %w", err)
 		}
@@ -400,6 +412,28 @@ func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raf
 		return nil, nil, nil, fmt.Errorf("replication: open snapshot store: %w", err)
 	}
 	return store, store, snaps, nil
+}
+
+// chooseLogStore decides which log store to open in logDir. A data
+// directory keeps the store it was created with: opening the other one
+// would start from an empty log and lose the entries after the last
+// snapshot. So an explicit choice that contradicts the directory is an
+// error, and no choice means whichever store is there (wal when neither).
+func chooseLogStore(configured, logDir string) (string, error) {
+	_, boltErr := os.Stat(filepath.Join(logDir, "raft.db"))
+	_, walErr := os.Stat(filepath.Join(logDir, "wal"))
+	hasBolt, hasWAL := boltErr == nil, walErr == nil
+	switch {
+	case configured == "" && hasBolt && hasWAL:
+		return "", fmt.Errorf("replication: %s holds both a boltdb and a wal log store; set logStore to the one in use", logDir)
+	case configured == "" && hasBolt:
+		return "boltdb", nil
+	case configured == "":
+		return "wal", nil
+	case configured == "wal" && hasBolt && !hasWAL, configured == "boltdb" && hasWAL && !hasBolt:
+		return "", fmt.Errorf("replication: logStore=%s but %s holds the other log store; remove logStore or convert the directory", configured, logDir)
+	}
+	return configured, nil
 }
 
 // WaitReady waits until this member can serve: a standalone server until it

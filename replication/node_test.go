@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -134,7 +136,8 @@ func restartReplaysLogAndSnapshot(t *testing.T, store string) {
 	last := n.LastZxid()
 	n.Close()
 
-	n2 := openNodeWith(t, Config{DataDir: dir, LogStore: store})
+	// No logStore on restart: the node must find the store it wrote.
+	n2 := openNodeWith(t, Config{DataDir: dir})
 	defer n2.Close()
 	var got bytes.Buffer
 	n2.Tree().WriteSnapshot(&got)
@@ -149,6 +152,36 @@ func restartReplaysLogAndSnapshot(t *testing.T, store string) {
 	}
 	if o := await(t, n2.Submit(createTxn("/next"))); o.Zxid != last+1 {
 		t.Fatalf("zxid after restart %d, want %d", o.Zxid, last+1)
+	}
+}
+
+func TestChooseLogStore(t *testing.T) {
+	tests := []struct {
+		configured string
+		existing   []string // entries of the log directory
+		want       string   // "" means an error
+	}{
+		{"", nil, "wal"},
+		{"", []string{"raft.db"}, "boltdb"},
+		{"", []string{"wal"}, "wal"},
+		{"", []string{"raft.db", "wal"}, ""},
+		{"wal", nil, "wal"},
+		{"boltdb", nil, "boltdb"},
+		{"wal", []string{"raft.db"}, ""},
+		{"boltdb", []string{"wal"}, ""},
+		{"boltdb", []string{"raft.db", "wal"}, "boltdb"},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		for _, e := range tt.existing {
+			if err := os.Mkdir(filepath.Join(dir, e), 0o750); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := chooseLogStore(tt.configured, dir)
+		if (err != nil) != (tt.want == "") || got != tt.want {
+			t.Errorf("chooseLogStore(%q) with %v = %q, %v; want %q", tt.configured, tt.existing, got, err, tt.want)
+		}
 	}
 }
 
