@@ -496,11 +496,7 @@ func (c *conn) completeLoop() {
 			continue
 		}
 		c.recordLatency(p, frame)
-		if p.kind == kindWrite {
-			c.out.pushWriteReply(frame)
-		} else {
-			c.out.push(frame, false)
-		}
+		c.out.pushReply(frame, p.kind == kindWrite, len(c.queue) == 0)
 	}
 }
 
