@@ -127,7 +127,7 @@ type Node struct {
 
 	nextID     atomic.Uint64
 	entrySizes proposalSizes
-	proposals  chan proposal
+	queue      proposalQueue // batcher.go
 	inflight   chan inflightEntry
 	stop       chan struct{}
 	wg         sync.WaitGroup
@@ -162,7 +162,6 @@ func Open(cfg Config) (*Node, error) {
 		log:       logger,
 		waiters:   newWaiters(),
 		applied:   newAppliedIndex(),
-		proposals: make(chan proposal, 4096),
 		inflight:  make(chan inflightEntry, 256),
 		stop:      make(chan struct{}),
 	}
@@ -177,8 +176,8 @@ func Open(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
-	n.wg.Add(2)
-	go n.batchLoop()
+	n.queue.space = sync.NewCond(&n.queue.mu)
+	n.wg.Add(1)
 	go n.collectLoop()
 	if n.clustered() {
 		n.watchHealth()
@@ -470,9 +469,10 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	return nil
 }
 
-// Submit hands a transaction to the batcher and returns the channel its
-// Outcome arrives on. Transactions submitted by one goroutine are applied in
-// submission order. Submit blocks only while the batcher's queue is full.
+// Submit hands a transaction to the batcher (batcher.go) and returns the
+// channel its Outcome arrives on. Transactions submitted by one goroutine
+// are applied in submission order. Submit may itself append the waiting
+// transactions to the log, and blocks while the batcher's queue is full.
 func (n *Node) Submit(t *txnlog.Txn) <-chan Outcome {
 	if t.RequestID == 0 {
 		t.RequestID = n.nextID.Add(1)
@@ -481,68 +481,13 @@ func (n *Node) Submit(t *txnlog.Txn) <-chan Outcome {
 		t.Owner = n.cfg.ServerID
 	}
 	ch := n.waiters.register(t.RequestID)
-	p := proposal{encoded: txnlog.EncodeTxn(nil, t), id: t.RequestID}
-	select {
-	case <-n.stop:
-		n.waiters.trigger(p.id, Outcome{Err: ErrClosed})
-		return ch
-	default:
-	}
-	select {
-	case n.proposals <- p:
-		// Close may have drained the queue just before this send; whatever
-		// is left after the batcher stopped fails here.
-		select {
-		case <-n.stop:
-			n.wg.Wait()
-			n.failQueued()
-		default:
-		}
-	case <-n.stop:
-		n.waiters.trigger(p.id, Outcome{Err: ErrClosed})
-	}
+	n.enqueue(proposal{encoded: txnlog.EncodeTxn(nil, t), id: t.RequestID})
 	return ch
 }
 
 // NewRequestID returns a fresh request id for a transaction the caller
 // wants to know the id of before Submit (Submit assigns one otherwise).
 func (n *Node) NewRequestID() uint64 { return n.nextID.Add(1) }
-
-// batchLoop packs queued proposals into log entries: whatever is waiting when
-// an entry is started goes into it (group commit), and raft batches the
-// entries it receives into one disk write. On a follower the batch is
-// forwarded to the leader instead, which puts it into its own entries.
-func (n *Node) batchLoop() {
-	defer n.wg.Done()
-	defer close(n.inflight)
-	var buf [][]byte
-	for {
-		var first proposal
-		select {
-		case first = <-n.proposals:
-		case <-n.stop:
-			n.failQueued()
-			return
-		}
-		batch := []proposal{first}
-		size := len(first.encoded)
-	drain:
-		for len(batch) < maxBatchTxns && size < maxBatchBytes {
-			select {
-			case p := <-n.proposals:
-				batch = append(batch, p)
-				size += len(p.encoded)
-			default:
-				break drain
-			}
-		}
-		buf = buf[:0]
-		for _, p := range batch {
-			buf = append(buf, p.encoded)
-		}
-		n.inflight <- inflightEntry{future: n.commitBatch(buf, size), props: batch}
-	}
-}
 
 // commitBatch appends a batch to the log (leader) or forwards it (follower).
 func (n *Node) commitBatch(txns [][]byte, size int) future {
@@ -576,11 +521,7 @@ func (n *Node) enqueueForwarded(txns [][]byte) <-chan error {
 		}
 	}
 	for _, t := range txns {
-		select {
-		case n.proposals <- proposal{encoded: t, done: done}:
-		case <-n.stop:
-			done(ErrClosed)
-		}
+		n.enqueue(proposal{encoded: t, done: done})
 	}
 	return ch
 }
@@ -605,7 +546,7 @@ func (n *Node) collectLoop() {
 				n.waiters.trigger(p.id, Outcome{Err: fmt.Errorf("%w: %v", ErrNotReplicated, err)})
 			}
 		}
-		if forwarded && len(n.inflight) == 0 && len(n.proposals) == 0 {
+		if forwarded && len(n.inflight) == 0 && n.queue.idle() {
 			n.announceCommit()
 			forwarded = false
 		}
@@ -624,20 +565,6 @@ func (n *Node) announceCommit() {
 		return
 	}
 	n.raft.Barrier(n.cfg.ForwardTimeout)
-}
-
-func (n *Node) failQueued() {
-	for {
-		select {
-		case p := <-n.proposals:
-			if p.done != nil {
-				p.done(ErrClosed)
-			}
-			n.waiters.trigger(p.id, Outcome{Err: ErrClosed})
-		default:
-			return
-		}
-	}
 }
 
 // Sync waits until this member has applied every entry the leader had in
@@ -777,8 +704,8 @@ func (n *Node) Close() error {
 		close(n.stop)
 		n.fwd.close()
 		n.closeListeners()
+		n.closeQueue()
 		n.wg.Wait()
-		n.failQueued()
 		if n.raft != nil {
 			err = n.raft.Shutdown().Error()
 		}
