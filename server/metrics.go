@@ -40,37 +40,29 @@ var ErrNoGatherer = errors.New("server: /metrics needs a Gatherer: Options.Regis
 const summaryMaxAge = time.Minute
 
 // serverMetrics holds the metrics that are observed rather than read from
-// the existing statistics on each scrape. Prometheus types are safe for
-// concurrent use, so there is no lock.
+// the existing statistics on each scrape. They are safe for concurrent
+// use, so there is no lock.
 type serverMetrics struct {
-	readLatency   prometheus.Summary
-	updateLatency prometheus.Summary
-	fsyncTime     prometheus.Summary
+	readLatency   *latencySummary
+	updateLatency *latencySummary
+	fsyncTime     *latencySummary
 }
 
 // newServerMetrics builds the summaries under ZooKeeper's names: readlatency
 // and updatelatency are its "advanced" summaries (median, p90, p99),
 // fsynctime a "basic" one (median only). Values are milliseconds.
 func newServerMetrics() *serverMetrics {
-	advanced := func() map[float64]float64 { return map[float64]float64{0.5: 0.05, 0.9: 0.01, 0.99: 0.001} }
-	summary := func(name, help string, objectives map[float64]float64) prometheus.Summary {
-		return prometheus.NewSummary(prometheus.SummaryOpts{
-			Name: name, Help: help, Objectives: objectives, MaxAge: summaryMaxAge,
-		})
-	}
+	advanced := []float64{0.5, 0.9, 0.99}
 	return &serverMetrics{
-		readLatency: summary("readlatency",
-			"Latency of read requests (including pings and sync), from arrival to reply, in milliseconds.", advanced()),
-		updateLatency: summary("updatelatency",
-			"Latency of write requests, from arrival to reply, in milliseconds.", advanced()),
-		fsyncTime: summary("fsynctime",
+		readLatency: newLatencySummary("readlatency",
+			"Latency of read requests (including pings and sync), from arrival to reply, in milliseconds.", advanced, summaryMaxAge),
+		updateLatency: newLatencySummary("updatelatency",
+			"Latency of write requests, from arrival to reply, in milliseconds.", advanced, summaryMaxAge),
+		fsyncTime: newLatencySummary("fsynctime",
 			"Time for a write to be committed to the replicated log (durably written), in milliseconds.",
-			map[float64]float64{0.5: 0.05}),
+			[]float64{0.5}, summaryMaxAge),
 	}
 }
-
-// millis converts a duration to fractional milliseconds.
-func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // observeRequest records one answered request: writes (requests that
 // become transactions) in updatelatency, everything else in readlatency,
@@ -81,10 +73,10 @@ func (s *Server) observeRequest(op jute.OpCode, d time.Duration) {
 		return
 	}
 	if op.IsWrite() {
-		s.ops.metrics.updateLatency.Observe(millis(d))
+		s.ops.metrics.updateLatency.Observe(d)
 		return
 	}
-	s.ops.metrics.readLatency.Observe(millis(d))
+	s.ops.metrics.readLatency.Observe(d)
 }
 
 // observeCommit records how long a write took from submission to its
@@ -93,7 +85,7 @@ func (s *Server) observeCommit(d time.Duration) {
 	if s.ops == nil {
 		return
 	}
-	s.ops.metrics.fsyncTime.Observe(millis(d))
+	s.ops.metrics.fsyncTime.Observe(d)
 }
 
 // gaugeSpec is one gauge read from the server's statistics on each scrape.
