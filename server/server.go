@@ -69,10 +69,12 @@ type Server struct {
 	started time.Time
 	// readBuffers holds the read buffers of ended connections (conn.go).
 	readBuffers sync.Pool
-	dataDir     string
-	logDir      string
-	serverID    int64
-	ops         *operations // metrics registry, /metrics and AdminServer (metrics.go, admin.go)
+	// notifications shares encoded notification frames (watches.go).
+	notifications notificationFrames
+	dataDir       string
+	logDir        string
+	serverID      int64
+	ops           *operations // metrics registry, /metrics and AdminServer (metrics.go, admin.go)
 
 	reaperClock session.Clock // Options.ReaperClock (reaper.go)
 

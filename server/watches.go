@@ -1,6 +1,8 @@
 package server
 
 import (
+	"sync"
+
 	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/watch"
@@ -19,8 +21,7 @@ const notificationZxid = -1
 // Notify implements watch.Watcher. It runs under the tree's write lock and
 // never blocks: a client that lets notifications pile up is dropped.
 func (c *conn) Notify(ev jute.WatcherEvent, _ int64) {
-	h := jute.ReplyHeader{Xid: jute.XidNotification, Zxid: notificationZxid, Err: jute.OK}
-	if c.out.push(jute.AppendFrame(nil, &h, &ev), true) {
+	if c.out.push(c.s.notifications.encode(ev), true) {
 		return
 	}
 	// Closing the outbox at once turns every later push into a no-op, so
@@ -30,6 +31,26 @@ func (c *conn) Notify(ev jute.WatcherEvent, _ int64) {
 	c.out.close()
 	c.s.stats.slowDisconnects.Add(1)
 	go c.abort("too many undelivered notifications (slow client)")
+}
+
+// notificationFrames encodes a notification once for all the connections
+// it goes to: an event's frame is the same for every watcher, and fan-out
+// to many watchers calls Notify for one event many times in a row. Frames
+// are shared and never modified. mu guards the last event and its frame.
+type notificationFrames struct {
+	mu    sync.Mutex
+	ev    jute.WatcherEvent
+	frame []byte
+}
+
+func (n *notificationFrames) encode(ev jute.WatcherEvent) []byte {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.frame == nil || n.ev != ev {
+		h := jute.ReplyHeader{Xid: jute.XidNotification, Zxid: notificationZxid, Err: jute.OK}
+		n.ev, n.frame = ev, jute.AppendFrame(nil, &h, &ev)
+	}
+	return n.frame
 }
 
 func toWatchEvents(evs []datatree.Event) []watch.Event {
