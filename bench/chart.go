@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -19,17 +20,21 @@ const (
 
 var chartColors = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1"}
 
-// chartPanels are the metrics charted, one panel each.
+// chartPanels are the metrics charted, one panel each; a panel without
+// rows (no restart was measured, say) is left out.
 var chartPanels = []struct{ metric, title string }{
 	{"ops/s", "Throughput, ops/s (higher is better)"},
 	{"p99 us", "p99 latency, microseconds (lower is better)"},
+	{"ready_ms", "Restart, ms until a new session reads / (lower is better)"},
 }
 
-// WriteSVG draws the throughput and p99 latency of every run as grouped
-// horizontal bars, one bar per target at its median with a whisker for the
-// min-max range. Bars are scaled per run (the longest bar of a group is
-// the group's largest value), since runs differ by orders of magnitude;
-// the numbers are printed beside them.
+// WriteSVG draws the throughput and p99 latency of every run, and the
+// restart time if measured, as grouped horizontal bars: one bar per target
+// at its median with a whisker for the min-max range, and "no result" for
+// a target that has none for that run (every round failed, or it was not
+// run). Bars are scaled per run (the longest bar of a group is the group's
+// largest value), since runs differ by orders of magnitude; the numbers
+// are printed beside them.
 func (c *Comparison) WriteSVG(w io.Writer) error {
 	var body strings.Builder
 	y := 40
@@ -58,8 +63,12 @@ func (c *Comparison) svgLegend(b *strings.Builder, y int) int {
 	return y + 16
 }
 
-// svgPanel draws one metric's groups and returns the next y.
+// svgPanel draws one metric's groups and returns the next y; a metric
+// without rows draws nothing.
 func (c *Comparison) svgPanel(b *strings.Builder, metricName, title string, y int) int {
+	if !slices.ContainsFunc(c.Rows, func(r Row) bool { return r.Metric == metricName }) {
+		return y
+	}
 	y += chartTitleH
 	fmt.Fprintf(b, `<text x="10" y="%d" font-size="14" font-weight="bold">%s</text>`+"\n", y-8, html.EscapeString(title))
 	for _, r := range c.Rows {
@@ -82,6 +91,9 @@ func (c *Comparison) svgPanel(b *strings.Builder, metricName, title string, y in
 		for i, t := range c.Targets {
 			if s, ok := r.ByTarget[t]; ok {
 				svgBar(b, y+i*chartBarH, s, top, chartColors[i%len(chartColors)])
+			} else {
+				fmt.Fprintf(b, `<text x="%d" y="%d" fill="#999">%s</text>`+"\n",
+					chartLabelW+4, y+i*chartBarH+chartBarH-3, html.EscapeString(t+": no result"))
 			}
 		}
 		y += groupH + chartGroupGap

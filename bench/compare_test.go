@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"html"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -159,7 +161,7 @@ func TestSVGIsWellFormedXML(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := xml.NewDecoder(&buf)
-	rects := 0
+	rects, noResult := 0, 0
 	for {
 		tok, err := d.Token()
 		if err == io.EOF {
@@ -171,11 +173,62 @@ func TestSVGIsWellFormedXML(t *testing.T) {
 		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "rect" {
 			rects++
 		}
+		if cd, ok := tok.(xml.CharData); ok && string(cd) == "zookeeper: no result" {
+			noResult++
+		}
 	}
 	// background + 2 legend swatches + bars: ops/s (get 2, latency-get 2,
-	// watch 2, create 1) and p99 (the same 7).
-	if rects != 1+2+14 {
-		t.Fatalf("SVG has %d rects, want 17", rects)
+	// watch 2, create 1), p99 (the same 7) and restart (2).
+	if rects != 1+2+14+2 {
+		t.Fatalf("SVG has %d rects, want 19", rects)
+	}
+	// create has no zookeeper result, in the ops/s and the p99 panel.
+	if noResult != 2 {
+		t.Fatalf("SVG marks %d missing results, want 2", noResult)
+	}
+}
+
+// TestSVGEveryRunBothTargets checks that each panel has a group for every
+// run with that metric, and in each group a bar or a "no result" for both
+// targets.
+func TestSVGEveryRunBothTargets(t *testing.T) {
+	c := Summarize(syntheticResults(), "zookeeper", "zkserverd")
+	var buf bytes.Buffer
+	if err := c.WriteSVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	svg := buf.String()
+	for _, p := range chartPanels {
+		start := strings.Index(svg, ">"+html.EscapeString(p.title)+"<")
+		if start < 0 {
+			t.Fatalf("no panel %q", p.title)
+		}
+		panel := svg[start:] // from the title on; each group ends at the next x="10" text
+
+		for _, r := range c.Rows {
+			if r.Metric != p.metric {
+				continue
+			}
+			at := strings.Index(panel, ">"+r.Name+"<")
+			if at < 0 {
+				t.Errorf("panel %q lacks run %q", p.metric, r.Name)
+				continue
+			}
+			group := panel[at:]
+			if next := strings.Index(group, `<text x="10"`); next >= 0 {
+				group = group[:next] // the next run's name
+			}
+			for _, target := range c.Targets {
+				s, ok := r.ByTarget[target]
+				want := target + ": no result"
+				if ok {
+					want = s.String()
+				}
+				if !strings.Contains(group, ">"+want+"<") {
+					t.Errorf("panel %q, run %q: nothing for %s (want %q)", p.metric, r.Name, target, want)
+				}
+			}
+		}
 	}
 }
 

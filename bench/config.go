@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +61,16 @@ type Config struct {
 	Name string
 	// Logger receives progress messages (nil: discarded).
 	Logger *slog.Logger
+	// PprofURLs are base URLs of the servers' net/http/pprof endpoints
+	// (e.g. http://127.0.0.1:6060; see NormalizePprofURL). When set, a run
+	// saves for each server a CPU profile of the measured period and a heap
+	// profile taken at its end into ProfileDir (default "."), as
+	// <Name>-<Label>.cpu.pprof and .heap.pprof (with .<member> before the
+	// suffix when there are several), and lists them in Result.Profiles.
+	PprofURLs  []string
+	ProfileDir string
+	// HTTPClient fetches the profiles (nil: http.DefaultClient).
+	HTTPClient *http.Client
 }
 
 // DefaultConfig returns the defaults of the zkbench command.
@@ -112,6 +123,11 @@ func (c Config) Validate() error {
 			return errors.New("bench: " + ch.msg)
 		}
 	}
+	for _, u := range c.PprofURLs {
+		if _, err := NormalizePprofURL(u); err != nil {
+			return fmt.Errorf("bench: pprof: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -129,6 +145,13 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	urls := make([]string, 0, len(c.PprofURLs))
+	for _, u := range c.PprofURLs {
+		if n, err := NormalizePprofURL(u); err == nil {
+			urls = append(urls, n)
+		}
+	}
+	c.PprofURLs = urls
 	return c
 }
 

@@ -115,6 +115,11 @@ func TestScenariosAgainstInProcessServer(t *testing.T) {
 			if _, ok := res.Extra["rss_per_znode_bytes"]; !ok {
 				t.Errorf("no memory per znode: %v", res.Extra)
 			}
+			before, after := res.Extra["rss_before_bytes"], res.Extra["rss_after_bytes"]
+			if before <= 0 || after <= 0 || res.Extra["rss_per_znode_bytes"] != (after-before)/400 ||
+				res.Extra["rss_after_per_znode_bytes"] != after/400 || after != float64(res.Server.RSSBytes) {
+				t.Errorf("memory figures do not add up: %v, server %+v", res.Extra, res.Server)
+			}
 		}
 	}
 	n, err := DeleteTree(ctx, shortConfig(addr, "get"), "/zkbench")

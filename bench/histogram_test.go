@@ -157,7 +157,11 @@ func BenchmarkHistogramRecord(b *testing.B) {
 		vals[i] = int64(r.ExpFloat64() * 1e6)
 	}
 	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		h.Record(vals[i&1023])
+	n := 0
+	for ; b.Loop(); n++ {
+		h.Record(vals[n&1023])
+	}
+	if h.Count() != int64(n) {
+		b.Fatalf("Count = %d after %d records", h.Count(), n)
 	}
 }

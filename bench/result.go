@@ -36,6 +36,8 @@ type Result struct {
 	ClientCPUSeconds float64          `json:"client_cpu_seconds"`
 	// Extra holds scenario-specific figures, named with their unit.
 	Extra map[string]float64 `json:"extra,omitempty"`
+	// Profiles lists the pprof files saved per server (Config.PprofURLs).
+	Profiles []ServerProfiles `json:"profiles,omitempty"`
 }
 
 // LatencySummary condenses a Histogram of nanoseconds into microseconds.
@@ -133,11 +135,28 @@ func FormatText(w io.Writer, r *Result) error {
 		extras = append(extras, k)
 	}
 	slices.Sort(extras)
+	width := 24
 	for _, k := range extras {
-		fmt.Fprintf(&b, "  %-24s %.2f\n", k, r.Extra[k])
+		width = max(width, len(k))
+	}
+	for _, k := range extras {
+		fmt.Fprintf(&b, "  %-*s %.2f\n", width, k, r.Extra[k])
+	}
+	for _, p := range r.Profiles {
+		fmt.Fprintf(&b, "  profiles   %s: cpu %s (%d s), heap %s\n", p.URL, orDash(p.CPU), p.CPUSeconds, orDash(p.Heap))
+		for _, w := range p.Warnings {
+			fmt.Fprintf(&b, "  warning    %s: %s\n", p.URL, w)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func writeLatency(b *strings.Builder, name string, l LatencySummary) {

@@ -67,15 +67,26 @@ func (w window) contains(sent, received time.Time) bool {
 }
 
 // sampler reads the server processes and this process at the start and
-// end of the measured interval.
+// end of the measured interval, and has the servers profiled over it when
+// the run asks for profiles.
 type sampler struct {
 	cfg              Config
+	prof             *profiler
 	server0, server1 ProcSample
 	client0, client1 time.Duration
 	serverErr        error
 }
 
-func (s *sampler) sample(end bool) {
+func newSampler(cfg Config) *sampler {
+	return &sampler{cfg: cfg, prof: newProfiler(cfg)}
+}
+
+// sample takes the start (end false) or end sample. The start also starts
+// the CPU profiles, which cover the measured period.
+func (s *sampler) sample(ctx context.Context, end bool) {
+	if !end {
+		s.prof.startCPU(ctx)
+	}
 	cpu := selfCPU()
 	var p ProcSample
 	var err error
@@ -92,8 +103,10 @@ func (s *sampler) sample(end bool) {
 	s.client0, s.server0 = cpu, p
 }
 
-// fill adds the sampled usage to r.
-func (s *sampler) fill(r *Result) error {
+// fill adds the sampled usage to r, and the profiles once they are saved
+// (a failed fetch is a warning in r.Profiles, not an error).
+func (s *sampler) fill(ctx context.Context, r *Result) error {
+	r.Profiles = s.prof.finish(ctx)
 	r.ClientCPUSeconds = (s.client1 - s.client0).Seconds()
 	if len(s.cfg.ServerPIDs) == 0 {
 		return nil
@@ -239,7 +252,7 @@ func runOps(ctx context.Context, cfg Config) (*Result, error) {
 		workers[i] = newWorker(i, c, cfg, &l, mix, win)
 		wg.Go(func() { workers[i].loop(cfg.InFlight, stop) })
 	}
-	smp := &sampler{cfg: cfg}
+	smp := newSampler(cfg)
 	ctxErr := waitWindow(ctx, win, smp)
 	close(stop)
 	wg.Wait()
@@ -247,7 +260,7 @@ func runOps(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, ctxErr
 	}
 	collectOps(res, workers, mix, cfg.Duration)
-	if err := smp.fill(res); err != nil {
+	if err := smp.fill(ctx, res); err != nil {
 		return nil, err
 	}
 	if cfg.Cleanup {
@@ -268,11 +281,11 @@ func waitWindow(ctx context.Context, win window, smp *sampler) error {
 	if err := sleepUntil(ctx, win.base.Add(win.from)); err != nil {
 		return err
 	}
-	smp.sample(false)
+	smp.sample(ctx, false)
 	if err := sleepUntil(ctx, win.base.Add(win.to)); err != nil {
 		return err
 	}
-	smp.sample(true)
+	smp.sample(ctx, true)
 	return nil
 }
 

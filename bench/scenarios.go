@@ -94,7 +94,7 @@ func runWatch(ctx context.Context, cfg Config) (*Result, error) {
 	wg.Go(func() {
 		loopErr = watchRounds(ctx, stop, win, f, watchers, writer, cfg.DataSize, firstH, lastH)
 	})
-	smp := &sampler{cfg: cfg}
+	smp := newSampler(cfg)
 	ctxErr := waitWindow(ctx, win, smp)
 	close(stop)
 	wg.Wait()
@@ -110,7 +110,7 @@ func runWatch(ctx context.Context, cfg Config) (*Result, error) {
 	res.Extra["watchers"] = float64(cfg.Watchers)
 	res.Extra["notifications_per_sec"] = res.OpsPerSec * float64(cfg.Watchers)
 	res.Extra["first_notification_p50_us"] = first.P50
-	return res, smp.fill(res)
+	return res, smp.fill(ctx, res)
 }
 
 // watchRounds runs rounds until stop closes, recording the rounds that lie
@@ -203,7 +203,7 @@ func runConnect(ctx context.Context, cfg Config) (*Result, error) {
 		stats[i] = &connectStats{total: NewHistogram(), connect: NewHistogram(), errs: map[jute.Code]int64{}}
 		wg.Go(func() { connectLoop(ctx, cfg, cfg.addr(i), win, stop, stats[i]) })
 	}
-	smp := &sampler{cfg: cfg}
+	smp := newSampler(cfg)
 	ctxErr := waitWindow(ctx, win, smp)
 	close(stop)
 	wg.Wait()
@@ -225,7 +225,7 @@ func runConnect(ctx context.Context, cfg Config) (*Result, error) {
 	res.Latency = total.Summarize()
 	res.PerKind = map[string]LatencySummary{"connect+close": res.Latency, "connect": connect.Summarize()}
 	res.Errors = errorCounts(errs)
-	return res, smp.fill(res)
+	return res, smp.fill(ctx, res)
 }
 
 // connectLoop is one connect worker.
@@ -268,8 +268,11 @@ func connectLoop(ctx context.Context, cfg Config, addr string, win window, stop 
 
 // runZnodes loads Znodes znodes of DataSize bytes (Sessions sessions,
 // InFlight each) and reports the load rate and, given ServerPIDs, the
-// growth of the server's resident memory per znode, sampled Settle after
-// the load. The znodes stay unless Cleanup is set, so that a restart
+// server's resident memory per znode: its growth from a sample taken just
+// before the load (rss_per_znode_bytes; on a freshly started server that is
+// the empty server's footprint) to one taken Settle after it, and the whole
+// RSS after the load divided by the znodes (rss_after_per_znode_bytes), an
+// upper bound that garbage-collector sizing cannot drive negative. The znodes stay unless Cleanup is set, so that a restart
 // measured next has them to recover.
 func runZnodes(ctx context.Context, cfg Config) (*Result, error) {
 	l := newLayout(cfg)
@@ -281,8 +284,8 @@ func runZnodes(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer closeAll(conns)
-	smp := &sampler{cfg: cfg}
-	smp.sample(false)
+	smp := newSampler(cfg)
+	smp.sample(ctx, false)
 	start := time.Now()
 	res := newResult(cfg, start)
 	counts, hists, err := loadZnodes(ctx, cfg, &l, conns)
@@ -293,7 +296,7 @@ func runZnodes(ctx context.Context, cfg Config) (*Result, error) {
 	if err := sleepUntil(ctx, time.Now().Add(cfg.Settle)); err != nil {
 		return nil, err
 	}
-	smp.sample(true)
+	smp.sample(ctx, true)
 	all := NewHistogram()
 	for _, h := range hists {
 		all.Merge(h)
@@ -303,13 +306,14 @@ func runZnodes(ctx context.Context, cfg Config) (*Result, error) {
 	res.OpsPerSec = float64(res.Ops) / res.Seconds
 	res.Latency = all.Summarize()
 	res.Extra["znodes"] = float64(cfg.Znodes)
-	if err := smp.fill(res); err != nil {
+	if err := smp.fill(ctx, res); err != nil {
 		return nil, err
 	}
 	if len(cfg.ServerPIDs) > 0 {
 		res.Extra["rss_before_bytes"] = float64(smp.server0.RSS)
 		res.Extra["rss_after_bytes"] = float64(smp.server1.RSS)
 		res.Extra["rss_per_znode_bytes"] = float64(smp.server1.RSS-smp.server0.RSS) / float64(cfg.Znodes)
+		res.Extra["rss_after_per_znode_bytes"] = float64(smp.server1.RSS) / float64(cfg.Znodes)
 	}
 	if cfg.Cleanup {
 		if err := cleanupRun(ctx, cfg, &l, counts); err != nil {

@@ -10,6 +10,8 @@
 # ratio zkserverd/ZooKeeper, including server CPU per operation. It also
 # writes summary.csv, summary.json and chart.svg into the output directory,
 # and keeps every run's JSON under raw/ and the server logs under logs/.
+# With --profile it also saves zkserverd's CPU and heap profiles of every run
+# under profiles/.
 #
 # Usage: scripts/bench-compare.sh [options]
 #   --rounds N         rounds of every workload (default 3)
@@ -25,9 +27,17 @@
 #   --scenarios "..."  scenarios (default: latency-get latency-set watch connect znodes restart)
 #   --ensemble         three members each instead of standalone (skipped with a
 #                      message if zkserverd refuses server.N lines)
+#   --profile          start each zkserverd member with --pprof on a free
+#                      loopback port and save a CPU profile of every measured
+#                      period and a heap profile after it, per member, as
+#                      profiles/r<round>/<run>-zkserverd[.<member>].{cpu,heap}.pprof
+#                      (profiling costs zkserverd a little CPU: do not record
+#                      figures from a profiled run)
 #   --out DIR          output directory (default: $TMPDIR/zkserverd-bench-<time>)
 #   --no-install       never run apt-get
-# Environment: ZK_JAVA_OPTS (default "-Xmx2g") is passed to ZooKeeper's JVM.
+# Environment: ZK_JAVA_OPTS (default "-Xmx2g") is passed to ZooKeeper's JVM;
+#   ZKSERVERD_CFG, space-separated key=value lines, is appended to zkserverd's
+#   zoo.cfg (for example ZKSERVERD_CFG="logStore=boltdb").
 set -euo pipefail
 
 ROUNDS=3
@@ -42,6 +52,7 @@ ZNODES=100000
 WORKLOADS="create set get exists children multi mixed"
 SCENARIOS="latency-get latency-set watch connect znodes restart"
 ENSEMBLE=0
+PROFILE=0
 INSTALL=1
 OUT="${TMPDIR:-/tmp}/zkserverd-bench-$(date +%Y%m%d-%H%M%S)"
 ZK_JAVA_OPTS="${ZK_JAVA_OPTS:--Xmx2g}"
@@ -62,6 +73,7 @@ while [ $# -gt 0 ]; do
     --workloads) WORKLOADS=$2; shift ;;
     --scenarios) SCENARIOS=$2; shift ;;
     --ensemble) ENSEMBLE=1 ;;
+    --profile) PROFILE=1 ;;
     --out) OUT=$2; shift ;;
     --no-install) INSTALL=0 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -106,21 +118,27 @@ ZKB=$OUT/bin/zkbench
 # --- servers ----------------------------------------------------------------
 # Each target ("zookeeper", "zkserverd") has MEMBERS members; member i of
 # target t has a directory $OUT/t/i, a zoo.cfg there, and ports in CPORT,
-# QPORT, EPORT. PID holds the running processes.
+# QPORT, EPORT (and PPORT, zkserverd's pprof, with --profile). PID holds the
+# running processes.
 
-declare -A CPORT QPORT EPORT PID
+declare -A CPORT QPORT EPORT PPORT PID
 MEMBERS=1
 [ "$ENSEMBLE" = 1 ] && MEMBERS=3
 TARGETS="zookeeper zkserverd"
 
 allocate_ports() {
-  local ports=($("$ZKB" freeport -n $((6 * MEMBERS))))
+  local ports
+  mapfile -t ports < <("$ZKB" freeport -n $((7 * MEMBERS)))
   local k=0 t i
   for t in $TARGETS; do
     for i in $(seq 1 "$MEMBERS"); do
       CPORT[$t.$i]=${ports[$k]}; QPORT[$t.$i]=${ports[$((k + 1))]}; EPORT[$t.$i]=${ports[$((k + 2))]}
       k=$((k + 3))
     done
+  done
+  for i in $(seq 1 "$MEMBERS"); do
+    PPORT[zkserverd.$i]=${ports[$k]}
+    k=$((k + 1))
   done
 }
 
@@ -143,6 +161,11 @@ write_config() { # target member
         echo "server.$j=127.0.0.1:${QPORT[$t.$j]}:${EPORT[$t.$j]}"
       done
     fi
+    if [ "$t" = zkserverd ] && [ -n "${ZKSERVERD_CFG:-}" ]; then
+      local cfg_lines # split on spaces, without globbing (a value may be "*")
+      read -ra cfg_lines <<<"$ZKSERVERD_CFG"
+      printf '%s\n' "${cfg_lines[@]}"
+    fi
   } >"$dir/zoo.cfg"
   [ "$MEMBERS" -gt 1 ] && echo "$i" >"$dir/data/myid"
   return 0
@@ -159,7 +182,9 @@ start_member() { # target member
         >>"$LOGS/$t-$i.log" 2>&1 &
       ;;
     zkserverd)
-      "$OUT/bin/zkserverd" --config "$dir/zoo.cfg" --log-level warn >>"$LOGS/$t-$i.log" 2>&1 &
+      local profile=()
+      [ "$PROFILE" = 1 ] && profile=(--pprof "127.0.0.1:${PPORT[$t.$i]}")
+      "$OUT/bin/zkserverd" --config "$dir/zoo.cfg" --log-level warn "${profile[@]}" >>"$LOGS/$t-$i.log" 2>&1 &
       ;;
   esac
   PID[$t.$i]=$!
@@ -171,12 +196,12 @@ start_target() { # target
 }
 
 stop_target() { # target
-  local t=$1 i p n
+  local t=$1 i p
   for i in $(seq 1 "$MEMBERS"); do
     p=${PID[$t.$i]:-}
     [ -n "$p" ] || continue
     kill -TERM "$p" 2>/dev/null || true
-    for n in $(seq 1 300); do
+    for _ in $(seq 1 300); do
       kill -0 "$p" 2>/dev/null || break
       sleep 0.1
     done
@@ -202,6 +227,12 @@ addrs_of() {
 pids_of() {
   local i out=""
   for i in $(seq 1 "$MEMBERS"); do out="$out${out:+,}${PID[$1.$i]}"; done
+  echo "$out"
+}
+
+pprof_urls_of() { # zkserverd's pprof endpoints, one per member
+  local i out=""
+  for i in $(seq 1 "$MEMBERS"); do out="$out${out:+,}http://127.0.0.1:${PPORT[$1.$i]}"; done
   echo "$out"
 }
 
@@ -231,15 +262,19 @@ common_flags() {
 run_one() {
   local t=$1 r=$2 name=$3
   shift 3
-  local base="r$r-$name-$t"
+  local base="r$r-$name-$t" profile=()
+  if [ "$PROFILE" = 1 ] && [ "$t" = zkserverd ]; then
+    profile=(--pprof "$(pprof_urls_of "$t")" --profile-dir "$OUT/profiles/r$r")
+  fi
   # shellcheck disable=SC2046
   if ! "$ZKB" run --addr "$(addrs_of "$t")" --server-pid "$(pids_of "$t")" --label "$t" --name "$name" \
-    $(common_flags) "$@" --out "$RAW/$base.json" >"$LOGS/$base.txt" 2>&1; then
+    $(common_flags) "${profile[@]}" "$@" --out "$RAW/$base.json" >"$LOGS/$base.txt" 2>&1; then
     echo "  $name $t: FAILED (see $LOGS/$base.txt)"
     tail -n 3 "$LOGS/$base.txt" | sed 's/^/    /'
   else
     printf '  %-12s %-10s %s | %s\n' "$name" "$t" "$(grep -m1 ' ops ' "$LOGS/$base.txt" | sed 's/^ *ops *//')" \
       "$(grep -m1 '^  latency ' "$LOGS/$base.txt" | sed 's/^ *latency *//; s/  *(n=.*//')"
+    grep '^  warning ' "$LOGS/$base.txt" | sed "s/^ */    $name $t: /" || true
   fi
   if [ "${KEEP:-0}" != 1 ]; then
     "$ZKB" clean --addr "$(addrs_of "$t")" >>"$LOGS/clean.txt" 2>&1 || echo "  clean after $name on $t failed"
@@ -293,6 +328,12 @@ write_conditions() {
     echo "zookeeper: $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null || echo unknown) (Debian), $(java -version 2>&1 | head -1), ZK_JAVA_OPTS=$ZK_JAVA_OPTS"
     echo "zkserverd: $(cd "$ROOT" && git describe --always --dirty 2>/dev/null || echo unknown) built with $(go version | cut -d' ' -f3)"
     echo "mode: $MEMBERS member(s) per target, forceSync=yes, loopback"
+    if [ "$PROFILE" = 1 ]; then
+      echo "profiling: zkserverd runs with --pprof; its profiles are under profiles/ (figures not for the record)"
+    fi
+    if [ -n "${ZKSERVERD_CFG:-}" ]; then
+      echo "zkserverd zoo.cfg additions: $ZKSERVERD_CFG"
+    fi
     echo "settings: rounds=$ROUNDS duration=$DURATION warmup=$WARMUP sessions=$SESSIONS inflight=$INFLIGHT data-size=$DATA_SIZE keys=$KEYS watchers=$WATCHERS znodes=$ZNODES"
     echo "workloads: $WORKLOADS"
     echo "scenarios: $SCENARIOS"
@@ -338,7 +379,9 @@ main() {
   echo "== summary: medians over $ROUNDS rounds (min-max); ratio zkserverd/zookeeper"
   "$ZKB" report --dir "$RAW" --baseline zookeeper --candidate zkserverd \
     --csv "$OUT/summary.csv" --summary-json "$OUT/summary.json" --svg "$OUT/chart.svg" | tee "$OUT/summary.txt"
-  echo "Results in $OUT (summary.txt, summary.csv, summary.json, chart.svg, raw/, logs/)"
+  local extra=""
+  [ "$PROFILE" = 1 ] && extra=", profiles/"
+  echo "Results in $OUT (summary.txt, summary.csv, summary.json, chart.svg, raw/, logs/$extra)"
 }
 
 main

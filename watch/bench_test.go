@@ -66,7 +66,7 @@ func BenchmarkTriggerFanout(b *testing.B) {
 			r.Add(c, hot, Persistent) // two entries: data and child
 		}
 		fillUnrelated(r, conns, 100_000)
-		runFanout(b, r, conns, ev, nil)
+		runFanout(b, r, conns, ev, nil, 1000)
 	})
 	b.Run("oneshot-1000watchers", func(b *testing.B) {
 		r, conns := NewRegistry(), newConns(1000)
@@ -77,14 +77,14 @@ func BenchmarkTriggerFanout(b *testing.B) {
 			}
 		}
 		rearm()
-		runFanout(b, r, conns, ev, rearm)
+		runFanout(b, r, conns, ev, rearm, 1000)
 	})
 	b.Run("persistent-100000watchers", func(b *testing.B) {
 		r, conns := NewRegistry(), newConns(100_000)
 		for _, c := range conns {
 			r.Add(c, hot, Persistent)
 		}
-		runFanout(b, r, conns, ev, nil)
+		runFanout(b, r, conns, ev, nil, 100_000)
 	})
 	b.Run("recursive-deep-1000watchers", func(b *testing.B) {
 		r, conns := NewRegistry(), newConns(1000)
@@ -94,12 +94,13 @@ func BenchmarkTriggerFanout(b *testing.B) {
 				r.Add(c, deep[:2*i], PersistentRecursive) // "/d", "/d/d", ..., deep
 			}
 		}
-		runFanout(b, r, conns, []Event{changed(deep + "/leaf")}, nil)
+		runFanout(b, r, conns, []Event{changed(deep + "/leaf")}, nil, 1000)
 	})
 }
 
-// runFanout triggers evs b.N times, calling rearm (untimed) before each.
-func runFanout(b *testing.B, r *Registry, conns []*countConn, evs []Event, rearm func()) {
+// runFanout triggers evs b.N times, calling rearm (untimed) before each,
+// and fails unless every trigger delivered perTrigger notifications.
+func runFanout(b *testing.B, r *Registry, conns []*countConn, evs []Event, rearm func(), perTrigger int) {
 	b.Helper()
 	totalNotified(conns)
 	b.ReportAllocs()
@@ -114,8 +115,8 @@ func runFanout(b *testing.B, r *Registry, conns []*countConn, evs []Event, rearm
 	}
 	b.StopTimer()
 	n := totalNotified(conns)
-	if n == 0 {
-		b.Fatal("no notifications delivered")
+	if n != perTrigger*b.N {
+		b.Fatalf("%d notifications for %d triggers, want %d each", n, b.N, perTrigger)
 	}
 	b.ReportMetric(float64(n)/float64(b.N), "notify/op")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/notify")
@@ -133,10 +134,15 @@ func BenchmarkTriggerUnrelated(b *testing.B) {
 				r.Add(conns[0], "/elsewhere", PersistentRecursive)
 			}
 			ev := []Event{changed("/a/b/c/d"), kids("/a/b/c")}
+			before := r.Count()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				r.Trigger(ev, int64(i))
+			}
+			b.StopTimer()
+			if n := totalNotified(conns); n != 0 || r.Count() != before {
+				b.Fatalf("unrelated triggers notified %d watchers and left %d of %d watches", n, r.Count(), before)
 			}
 		})
 	}
@@ -214,6 +220,10 @@ func BenchmarkAdd(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		r.Add(c, paths[i], Data)
 	}
+	b.StopTimer()
+	if r.Count() != b.N {
+		b.Fatalf("Count = %d after %d adds", r.Count(), b.N)
+	}
 }
 
 // BenchmarkAddExisting measures re-registering a watch that is already set
@@ -224,5 +234,9 @@ func BenchmarkAddExisting(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		r.Add(c, "/x", Data)
+	}
+	b.StopTimer()
+	if r.Count() != 1 {
+		b.Fatalf("Count = %d after re-adding one watch", r.Count())
 	}
 }

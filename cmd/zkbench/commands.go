@@ -104,6 +104,7 @@ func newRunCommand() *cobra.Command {
 	var t target
 	var o output
 	var verbose bool
+	var pprofURLs string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one workload or scenario and report throughput, latency and server usage",
@@ -111,7 +112,10 @@ func newRunCommand() *cobra.Command {
 			"20% getChildren, 5% create, 5% set), mixed (--read-percent getData, the rest setData).\n" +
 			"Scenarios: watch (--watchers sessions watch one znode; time from setData to the\n" +
 			"last notification), connect (session connect+close rate), znodes (load --znodes\n" +
-			"znodes, report server RSS per znode). Low-load latency: --sessions 1 --inflight 1.",
+			"znodes, report server RSS per znode). Low-load latency: --sessions 1 --inflight 1.\n" +
+			"With --pprof (a Go server's net/http/pprof, e.g. zkserverd --pprof 127.0.0.1:6060),\n" +
+			"a CPU profile of the measured period and a heap profile at the end are saved in\n" +
+			"--profile-dir as <name>-<label>.cpu.pprof and .heap.pprof; a failed fetch is a warning.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := t.apply(&cfg); err != nil {
@@ -120,10 +124,14 @@ func newRunCommand() *cobra.Command {
 			if verbose {
 				cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			}
+			cfg.PprofURLs = splitList(pprofURLs)
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			res, err := bench.Run(ctx, cfg)
 			if res != nil {
+				if o.json {
+					warnProfiles(cmd.ErrOrStderr(), res)
+				}
 				if werr := o.write(cmd, res); werr != nil {
 					return werr
 				}
@@ -152,8 +160,20 @@ func newRunCommand() *cobra.Command {
 	fl.IntVar(&cfg.Watchers, "watchers", cfg.Watchers, "watching sessions (watch scenario)")
 	fl.IntVar(&cfg.Znodes, "znodes", cfg.Znodes, "znodes to load (znodes scenario)")
 	fl.DurationVar(&cfg.Settle, "settle", cfg.Settle, "wait after loading before sampling memory (znodes scenario)")
+	fl.StringVar(&pprofURLs, "pprof", "", "base URL(s) of the servers' Go net/http/pprof, comma separated (e.g. http://127.0.0.1:6060): save CPU and heap profiles of the run")
+	fl.StringVar(&cfg.ProfileDir, "profile-dir", ".", "directory for the --pprof profiles")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "log progress to stderr")
 	return cmd
+}
+
+// warnProfiles prints the profile fetch failures of res, which the JSON
+// output would otherwise only carry inside the document.
+func warnProfiles(w io.Writer, res *bench.Result) {
+	for _, p := range res.Profiles {
+		for _, msg := range p.Warnings {
+			fmt.Fprintf(w, "zkbench: warning: %s: %s\n", p.URL, msg)
+		}
+	}
 }
 
 func newWaitCommand() *cobra.Command {

@@ -3,13 +3,20 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/zkserverd/zkserverd/bench"
+	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/servertest"
 )
 
 // execute runs the command tree with args and returns its output.
@@ -75,5 +82,68 @@ func TestFreePort(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Fatalf("want 3 ports, got %q", out)
+	}
+}
+
+// TestRunProfileFlags runs a short get workload against an in-process
+// server with --pprof pointing at a fake pprof endpoint, and checks the
+// saved files and the JSON fields; a second run against a refusing
+// endpoint still succeeds, with a warning.
+func TestRunProfileFlags(t *testing.T) {
+	cfg := conf.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.DataLogDir = cfg.DataDir
+	cfg.ClientPortAddress, cfg.ClientPort, cfg.MaxClientCnxns = "127.0.0.1", 0, 0
+	addr := servertest.Start(t, server.Options{Config: cfg, InMemory: true}).Addr().String()
+
+	profile := append([]byte{0x1f, 0x8b}, "fake profile"...)
+	var mu sync.Mutex // guards queries
+	var queries []string
+	pprof := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		queries = append(queries, r.URL.Path+"?"+r.URL.RawQuery)
+		mu.Unlock()
+		w.Write(profile)
+	}))
+	defer pprof.Close()
+	refusing := httptest.NewServer(http.NotFoundHandler())
+	defer refusing.Close()
+
+	dir := t.TempDir()
+	short := []string{"run", "--addr", addr, "--workload", "get", "--keys", "20", "--sessions", "2", "--inflight", "2",
+		"--warmup", "50ms", "--duration", "1500ms", "--label", "zkserverd", "--profile-dir", dir, "--json"}
+	out, err := execute(t, append(short, "--pprof", strings.TrimPrefix(pprof.URL, "http://"))...)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	var res bench.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output is not one JSON result: %v\n%s", err, out)
+	}
+	cpu, heap := filepath.Join(dir, "get-zkserverd.cpu.pprof"), filepath.Join(dir, "get-zkserverd.heap.pprof")
+	if len(res.Profiles) != 1 || res.Profiles[0].CPU != cpu || res.Profiles[0].Heap != heap ||
+		res.Profiles[0].CPUSeconds != 2 || res.Profiles[0].URL != pprof.URL {
+		t.Fatalf("profiles = %+v", res.Profiles)
+	}
+	for _, f := range []string{cpu, heap} {
+		if data, err := os.ReadFile(f); err != nil || !bytes.Equal(data, profile) {
+			t.Errorf("%s: %q, %v", f, data, err)
+		}
+	}
+	mu.Lock()
+	if want := []string{"/debug/pprof/profile?seconds=2", "/debug/pprof/heap?gc=1"}; !slices.Equal(queries, want) {
+		t.Errorf("requests %v, want %v", queries, want)
+	}
+	mu.Unlock()
+
+	out, err = execute(t, append(short, "--pprof", refusing.URL, "--name", "again")...)
+	if err != nil {
+		t.Fatalf("a profile failure failed the run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "zkbench: warning: "+refusing.URL+": cpu profile") || !strings.Contains(out, "404") {
+		t.Errorf("no warning for the refused profiles:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "again-zkserverd.cpu.pprof")); !os.IsNotExist(err) {
+		t.Errorf("a refused profile left a file: %v", err)
 	}
 }
