@@ -351,3 +351,49 @@ func (c *Conn) pingLoop() {
 		}
 	}
 }
+
+// ConnectCycle opens a session on addr and closes it again on one
+// goroutine, with small buffers and no reader or pinger: the session-churn
+// scenario measures the server's cost of a session, so the load generator
+// spends as little as it can on each. It returns when the reply to
+// closeSession has arrived (or the server closed the connection after it),
+// and the time the ConnectResponse arrived.
+func ConnectCycle(ctx context.Context, addr string, opts DialOptions) (connected time.Time, err error) {
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = 10 * time.Second
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = 30 * time.Second
+	}
+	d := net.Dialer{Timeout: opts.DialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("bench: dial %s: %w", addr, err)
+	}
+	defer nc.Close()
+	br := bufio.NewReaderSize(nc, 512)
+	resp, err := handshake(nc, br, opts)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("bench: handshake with %s: %w", addr, err)
+	}
+	connected = time.Now()
+	if err := nc.SetDeadline(time.Now().Add(opts.DialTimeout)); err != nil {
+		return connected, err
+	}
+	req := jute.RequestHeader{Xid: 1, Type: jute.OpCloseSession}
+	if _, err := nc.Write(jute.AppendFrame(nil, &req)); err != nil {
+		return connected, fmt.Errorf("bench: closeSession %#x: %w", resp.SessionID, err)
+	}
+	payload, err := jute.ReadFrame(br, maxReplyFrame, nil)
+	if err != nil {
+		return connected, fmt.Errorf("bench: closeSession %#x: %w", resp.SessionID, err)
+	}
+	var h jute.ReplyHeader
+	if err := jute.Decode(payload, &h); err != nil {
+		return connected, err
+	}
+	if h.Err != jute.OK {
+		return connected, h.Err
+	}
+	return connected, nil
+}

@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +25,7 @@ func startServer(t *testing.T) string {
 	cfg.ClientPortAddress = "127.0.0.1"
 	cfg.ClientPort = 0
 	cfg.MaxClientCnxns = 0
+	cfg.FourLetterWordWhitelist = []string{"srvr", "mntr"}
 	return servertest.Start(t, server.Options{Config: cfg, InMemory: true}).Addr().String()
 }
 
@@ -143,4 +147,51 @@ func TestScenariosAgainstInProcessServer(t *testing.T) {
 	if ready.Name != "restart" || ready.Extra["ready_ms"] <= 0 {
 		t.Errorf("wait result %+v", ready)
 	}
+}
+
+// TestConnectScenarioEndsEverySession: session churn closes every session
+// it opens (the server's session count is back to zero), and ConnectCycle
+// reports when the session was established.
+func TestConnectScenarioEndsEverySession(t *testing.T) {
+	addr := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := Run(ctx, shortConfig(addr, ScenarioConnect))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, res)
+	start := time.Now()
+	connected, err := ConnectCycle(ctx, addr, DialOptions{})
+	if err != nil || connected.Before(start) || time.Since(connected) < 0 {
+		t.Fatalf("ConnectCycle: connected at %v (started %v): %v", connected, start, err)
+	}
+	if n := globalSessions(t, addr); n != "0" {
+		t.Fatalf("zk_global_sessions = %s after session churn, want 0", n)
+	}
+}
+
+// globalSessions reads zk_global_sessions from the server's mntr.
+func globalSessions(t *testing.T, addr string) string {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Write([]byte("mntr")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_global_sessions\t"); ok {
+			return v
+		}
+	}
+	t.Fatalf("no zk_global_sessions in mntr:\n%s", out)
+	return ""
 }

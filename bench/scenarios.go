@@ -237,18 +237,14 @@ func connectLoop(ctx context.Context, cfg Config, addr string, win window, stop 
 		default:
 		}
 		start := time.Now()
-		c, err := Dial(ctx, addr, cfg.dialOptions())
-		if err != nil {
+		connected, err := ConnectCycle(ctx, addr, cfg.dialOptions())
+		if connected.IsZero() {
 			s.errs[jute.ConnectionLoss]++
 			if sleepUntil(ctx, time.Now().Add(10*time.Millisecond)) != nil {
 				return
 			}
 			continue
 		}
-		connected := time.Now()
-		closeCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = c.Close(closeCtx)
-		cancel()
 		end := time.Now()
 		if !win.contains(start, end) {
 			continue
