@@ -24,7 +24,9 @@
 #   --watchers N       sessions of the watch scenario (default 100)
 #   --znodes N         znodes loaded by the znodes scenario (default 100000)
 #   --workloads "..."  operation workloads (default: create set get exists children multi mixed)
-#   --scenarios "..."  scenarios (default: latency-get latency-set watch connect znodes restart)
+#   --scenarios "..."  scenarios (default: latency-get latency-set watch connect znodes restart;
+#                      with --ensemble latency-set is measured twice, as latency-set-leader and
+#                      latency-set-follower: one session on the leader, then on a follower)
 #   --ensemble         three members each instead of standalone (skipped with a
 #                      message if zkserverd refuses server.N lines)
 #   --profile          start each zkserverd member with --pprof on a free
@@ -81,6 +83,12 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+
+# With three members, where the one session of latency-set is connected
+# matters (a follower forwards writes to the leader): measure both.
+if [ "$ENSEMBLE" = 1 ]; then
+  SCENARIOS=${SCENARIOS/latency-set/latency-set-leader latency-set-follower}
+fi
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RAW=$OUT/raw
@@ -224,6 +232,23 @@ addrs_of() {
   echo "$out"
 }
 
+# member_addr target role: the client address of the target's leader
+# (role "leader") or of its first member that is not the leader, from the
+# Mode line of the srvr four-letter word.
+member_addr() {
+  local t=$1 role=$2 i mode
+  for i in $(seq 1 "$MEMBERS"); do
+    # shellcheck disable=SC2016 # $1 is expanded by the inner shell
+    mode=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"; printf srvr >&3; cat <&3' _ "${CPORT[$t.$i]}" 2>/dev/null |
+      sed -n 's/^Mode: //p')
+    if { [ "$role" = leader ] && [ "$mode" != follower ]; } || { [ "$role" = follower ] && [ "$mode" = follower ]; }; then
+      echo "127.0.0.1:${CPORT[$t.$i]}"
+      return 0
+    fi
+  done
+  return 1
+}
+
 pids_of() {
   local i out=""
   for i in $(seq 1 "$MEMBERS"); do out="$out${out:+,}${PID[$1.$i]}"; done
@@ -306,6 +331,14 @@ scenario_one() { # target round scenario
   case "$s" in
     latency-get) run_one "$t" "$r" "$s" --workload get --sessions 1 --inflight 1 ;;
     latency-set) run_one "$t" "$r" "$s" --workload set --sessions 1 --inflight 1 ;;
+    latency-set-leader | latency-set-follower)
+      local addr
+      if ! addr=$(member_addr "$t" "${s#latency-set-}"); then
+        echo "  $s $t: no ${s#latency-set-} found (srvr)"
+        return 0
+      fi
+      run_one "$t" "$r" "$s" --workload set --sessions 1 --inflight 1 --addr "$addr"
+      ;;
     watch | connect) run_one "$t" "$r" "$s" --workload "$s" ;;
     # Memory per znode is measured on a freshly started server (a JVM or Go
     # heap grown by earlier runs would hide the growth). The znodes stay
