@@ -111,6 +111,7 @@ type Node struct {
 	cfg     Config
 	log     *slog.Logger
 	raft    *raft.Raft
+	logs    raft.LogStore // read by WaitApplied
 	fsm     *fsm
 	waiters *waiters
 	applied *appliedIndex
@@ -248,6 +249,7 @@ func (n *Node) startRaft() error {
 		return fmt.Errorf("replication: start raft: %w", err)
 	}
 	n.raft = r
+	n.logs = logs
 	return nil
 }
 
@@ -659,12 +661,21 @@ func (n *Node) ProposalSizes() (last, min, max int64) { return n.entrySizes.get(
 // Clustered reports whether this node is an ensemble member.
 func (n *Node) Clustered() bool { return n.clustered() }
 
-// WaitApplied waits until the applied index reaches index.
+// WaitApplied waits until the FSM has applied every entry up to index.
+// Raft reports an entry applied once it has handed it to the FSM, not when
+// the FSM is done with it, and barrier and configuration entries never
+// reach the FSM. So it waits for raft to pass index, then for the FSM to
+// apply the last command entry at or before index.
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
-	for {
+	for dispatched := false; ; {
 		cur, wake := n.applied.get()
-		if cur >= index || n.raft.AppliedIndex() >= index {
+		if cur >= index {
 			return nil
+		}
+		if !dispatched && n.raft.AppliedIndex() >= index {
+			dispatched = true
+			index = n.lastCommandUpTo(index, cur)
+			continue
 		}
 		select {
 		case <-wake:
@@ -675,6 +686,25 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// lastCommandUpTo returns the index of the last command entry at or before
+// index and after applied, or applied when there is none (or the entries
+// were compacted into a snapshot, which the FSM already holds).
+func (n *Node) lastCommandUpTo(index, applied uint64) uint64 {
+	if n.logs == nil {
+		return index
+	}
+	for i := index; i > applied; i-- {
+		var l raft.Log
+		if err := n.logs.GetLog(i, &l); err != nil {
+			return applied
+		}
+		if l.Type == raft.LogCommand {
+			return i
+		}
+	}
+	return applied
 }
 
 // Tree returns the current znode tree. The pointer changes when a snapshot
