@@ -80,6 +80,7 @@ func (c *applyCtx) emit(typ jute.EventType, path string) {
 func (t *Tree) Apply(txn *Txn, zxid int64, hook func(*Txn, *Result)) *Result {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.lastZxid = max(t.lastZxid, zxid)
 	res := &Result{}
 	ctx := &applyCtx{txn: txn, zxid: zxid, events: res.evBuf[:0]}
 	t.applyLocked(ctx, res)
@@ -151,14 +152,14 @@ func requestMatches(op jute.OpCode, req jute.Record) bool {
 func (t *Tree) applyOp(ctx *applyCtx, op jute.OpCode, req jute.Record) (jute.Record, jute.Code) {
 	switch op {
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
-		n, code := t.create(ctx, op, createArgsOf(req))
+		n, path, code := t.create(ctx, op, createArgsOf(req))
 		if code != jute.OK {
 			return nil, code
 		}
 		if op == jute.OpCreate {
-			return &jute.CreateResponse{Path: n.path}, jute.OK
+			return &jute.CreateResponse{Path: path}, jute.OK
 		}
-		r := &jute.Create2Response{Path: n.path}
+		r := &jute.Create2Response{Path: path}
 		n.stat(&r.Stat)
 		return r, jute.OK
 	case jute.OpDelete:
@@ -210,7 +211,7 @@ func createArgsOf(req jute.Record) createArgs {
 
 // allowed checks perm on n's ACL for the txn's ids.
 func (t *Tree) allowed(n *node, ids []jute.ID, perm int32) bool {
-	return !t.checksPermissions() || t.cfg.Authorizer.Allowed(t.acls.get(n.acl), ids, perm)
+	return !t.checksPermissions() || t.cfg.Authorizer.Allowed(t.acls.get(n.acl()), ids, perm)
 }
 
 // checksPermissions reports whether ACLs are enforced: an Authorizer is
@@ -277,60 +278,62 @@ func newNodeKind(op jute.OpCode, a *createArgs, session int64) (nodeKind, int64)
 }
 
 // create validates and applies a create of any kind in ZooKeeper's order
-// (semantics.md §4) and returns the new node.
-func (t *Tree) create(ctx *applyCtx, op jute.OpCode, a createArgs) (*node, jute.Code) {
+// (semantics.md §4) and returns the new node and its path.
+func (t *Tree) create(ctx *applyCtx, op jute.OpCode, a createArgs) (*node, string, jute.Code) {
 	if code := t.validateCreateMode(op, &a); code != jute.OK {
-		return nil, code
+		return nil, "", code
 	}
 	parentPath, _, ok := splitParent(a.path)
 	if !ok || containsNUL(a.path) {
-		return nil, jute.BadArguments
+		return nil, "", jute.BadArguments
 	}
 	acl, code := t.fixupACL(a.acl, ctx.txn.IDs)
 	if code != jute.OK {
-		return nil, code
+		return nil, "", code
 	}
 	parent := t.lookup(parentPath)
 	if parent == nil {
-		return nil, jute.NoNode
+		return nil, "", jute.NoNode
 	}
 	if !t.allowed(parent, ctx.txn.IDs, jute.PermCreate) {
-		return nil, jute.NoAuth
+		return nil, "", jute.NoAuth
 	}
 	path := a.path
 	if a.flags.IsSequential() {
 		path = sequentialPath(path, parent.cversion)
 	}
 	if ValidatePath(path) != jute.OK {
-		return nil, jute.BadArguments
+		return nil, "", jute.BadArguments
 	}
-	if t.nodes[path] != nil {
-		return nil, jute.NodeExists
+	l := loc{parent: parent, parentPath: parentPath, name: path[len(parentPath)+1:], path: path}
+	if l.name == "" || t.child(parent, l.name) != nil { // "" is "/" itself
+		return nil, "", jute.NodeExists
 	}
-	if parent.kind == kindEphemeral {
-		return nil, jute.NoChildrenForEphemerals
+	if parent.kind() == kindEphemeral {
+		return nil, "", jute.NoChildrenForEphemerals
 	}
 	if code := t.checkQuota(ctx, path, 1, int64(len(a.data))); code != jute.OK {
-		return nil, code
+		return nil, "", code
 	}
 	kind, owner := newNodeKind(op, &a, ctx.txn.SessionID)
-	n := &node{
-		path: path, data: a.data, kind: kind, owner: owner,
-		czxid: ctx.zxid, mzxid: ctx.zxid, pzxid: ctx.zxid,
-		ctime: ctx.txn.Time, mtime: ctx.txn.Time,
-		acl: t.acls.intern(acl),
-	}
+	n := newNode(kind, t.acls.intern(acl))
+	n.name = strings.Clone(l.name) // not a slice of the request's path
+	n.data, n.owner = a.data, owner
+	n.czxid, n.mzxid, n.pzxid = ctx.zxid, ctx.zxid, ctx.zxid
+	n.ctime, n.mtime = ctx.txn.Time, ctx.txn.Time
+	t.noteCreate(n)
 	if ctx.multi {
-		ctx.undo = append(ctx.undo, undoRec{op: undoCreate, n: n, parent: parent,
-			parentPath: parentPath, cversion: parent.cversion, pzxid: parent.pzxid})
+		ctx.undo = append(ctx.undo, undoRec{op: undoCreate, n: n, loc: l,
+			cversion: parent.cversion, pzxid: parent.pzxid})
 	}
-	t.link(parent, parentPath, n)
+	t.touch(parent)
+	t.link(l, n)
 	parent.cversion++
 	parent.pzxid = ctx.zxid
-	t.quotaCreated(ctx, n, len(a.data))
+	t.quotaCreated(ctx, path, n, len(a.data))
 	ctx.emit(jute.EventNodeCreated, path)
 	ctx.emit(jute.EventNodeChildrenChanged, eventParent(parentPath))
-	return n, jute.OK
+	return n, path, jute.OK
 }
 
 // sequentialPath appends the sequence suffix for counter v to path.
@@ -347,28 +350,27 @@ func containsNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
 // delete validates and applies a client delete.
 func (t *Tree) delete(ctx *applyCtx, path string, version int32) jute.Code {
-	parentPath, _, ok := splitParent(path)
-	if !ok || containsNUL(path) || isSystemPath(path) {
+	if !strings.Contains(path, "/") || containsNUL(path) || isSystemPath(path) {
 		return jute.BadArguments
 	}
-	parent := t.lookup(parentPath)
-	if parent == nil {
+	l := t.locate(path)
+	if l.parent == nil {
 		return jute.NoNode
 	}
-	if !t.allowed(parent, ctx.txn.IDs, jute.PermDelete) {
+	if !t.allowed(l.parent, ctx.txn.IDs, jute.PermDelete) {
 		return jute.NoAuth
 	}
-	n := t.lookup(path)
+	n := t.child(l.parent, l.name)
 	if n == nil {
 		return jute.NoNode
 	}
 	if code := checkVersion(n.version, version); code != jute.OK {
 		return code
 	}
-	if len(n.children) > 0 {
+	if n.kids.len() > 0 {
 		return jute.NotEmpty
 	}
-	t.deleteNode(ctx, parent, parentPath, n)
+	t.deleteNode(ctx, l, n)
 	return jute.OK
 }
 
@@ -378,40 +380,39 @@ func (t *Tree) delete(ctx *applyCtx, path string, version int32) jute.Code {
 // transaction's time (reapCheck), so a node changed since the reaper looked
 // stays.
 func (t *Tree) deleteContainer(ctx *applyCtx, path string) jute.Code {
-	parentPath, _, ok := splitParent(path)
-	if !ok || containsNUL(path) || isSystemPath(path) {
+	if !strings.Contains(path, "/") || containsNUL(path) || isSystemPath(path) {
 		return jute.BadArguments
 	}
-	n := t.lookup(path)
+	l := t.locate(path)
+	var n *node
+	if l.parent != nil {
+		n = t.child(l.parent, l.name)
+	}
 	if n == nil {
 		return jute.NoNode
 	}
-	if len(n.children) > 0 {
+	if n.kids.len() > 0 {
 		return jute.NotEmpty
 	}
 	if code := reapCheck(n, ctx.txn.Time); code != jute.OK {
 		return code
 	}
-	parent := t.lookup(parentPath)
-	if parent == nil {
-		return jute.NoNode
-	}
-	t.deleteNode(ctx, parent, parentPath, n)
+	t.deleteNode(ctx, l, n)
 	return jute.OK
 }
 
-// deleteNode removes the childless node n and fires its events.
-func (t *Tree) deleteNode(ctx *applyCtx, parent *node, parentPath string, n *node) {
+// deleteNode removes the childless node n at l and fires its events.
+func (t *Tree) deleteNode(ctx *applyCtx, l loc, n *node) {
 	if ctx.multi {
-		ctx.undo = append(ctx.undo, undoRec{op: undoDelete, n: n, parent: parent,
-			parentPath: parentPath, pzxid: parent.pzxid})
+		ctx.undo = append(ctx.undo, undoRec{op: undoDelete, n: n, loc: l, pzxid: l.parent.pzxid})
 	}
-	t.unlink(parent, parentPath, n)
-	t.acls.release(n.acl)
-	parent.pzxid = ctx.zxid
-	t.updateQuota(ctx, n.path, -1, -int64(len(n.data)))
-	ctx.emit(jute.EventNodeDeleted, n.path)
-	ctx.emit(jute.EventNodeChildrenChanged, eventParent(parentPath))
+	t.touch(l.parent)
+	t.unlink(l, n)
+	t.acls.release(n.acl())
+	l.parent.pzxid = ctx.zxid
+	t.updateQuota(ctx, l.path, -1, -int64(len(n.data)))
+	ctx.emit(jute.EventNodeDeleted, l.path)
+	ctx.emit(jute.EventNodeChildrenChanged, eventParent(l.parentPath))
 }
 
 // setData validates and applies a setData.
@@ -419,7 +420,7 @@ func (t *Tree) setData(ctx *applyCtx, r *jute.SetDataRequest) (*node, jute.Code)
 	if ValidatePath(r.Path) != jute.OK {
 		return nil, jute.BadArguments
 	}
-	n := t.nodes[r.Path]
+	n := t.lookup(r.Path)
 	if n == nil {
 		return nil, jute.NoNode
 	}
@@ -427,7 +428,7 @@ func (t *Tree) setData(ctx *applyCtx, r *jute.SetDataRequest) (*node, jute.Code)
 		return nil, jute.NoAuth
 	}
 	bytesDiff := int64(len(r.Data) - len(n.data))
-	if code := t.checkQuota(ctx, n.path, 0, bytesDiff); code != jute.OK {
+	if code := t.checkQuota(ctx, r.Path, 0, bytesDiff); code != jute.OK {
 		return nil, code
 	}
 	if code := checkVersion(n.version, r.Version); code != jute.OK {
@@ -437,13 +438,14 @@ func (t *Tree) setData(ctx *applyCtx, r *jute.SetDataRequest) (*node, jute.Code)
 		ctx.undo = append(ctx.undo, undoRec{op: undoSetData, n: n, data: n.data,
 			version: n.version, mzxid: n.mzxid, mtime: n.mtime})
 	}
+	t.touch(n)
 	t.dataSize += bytesDiff
 	n.data = r.Data
 	n.version++
 	n.mzxid = ctx.zxid
 	n.mtime = ctx.txn.Time
-	t.updateQuota(ctx, n.path, 0, bytesDiff)
-	ctx.emit(jute.EventNodeDataChanged, n.path)
+	t.updateQuota(ctx, r.Path, 0, bytesDiff)
+	ctx.emit(jute.EventNodeDataChanged, r.Path)
 	return n, jute.OK
 }
 
@@ -456,7 +458,7 @@ func (t *Tree) setACL(ctx *applyCtx, r *jute.SetACLRequest) (*node, jute.Code) {
 	if code != jute.OK {
 		return nil, code
 	}
-	n := t.nodes[r.Path]
+	n := t.lookup(r.Path)
 	if n == nil {
 		return nil, jute.NoNode
 	}
@@ -466,8 +468,9 @@ func (t *Tree) setACL(ctx *applyCtx, r *jute.SetACLRequest) (*node, jute.Code) {
 	if code := checkVersion(n.aversion, r.Version); code != jute.OK {
 		return nil, code
 	}
-	old := n.acl
-	n.acl = t.acls.intern(acl)
+	t.touch(n)
+	old := n.acl()
+	n.setACL(t.acls.intern(acl))
 	t.acls.release(old)
 	n.aversion++
 	return n, jute.OK
@@ -478,7 +481,7 @@ func (t *Tree) check(ctx *applyCtx, path string, version int32) jute.Code {
 	if ValidatePath(path) != jute.OK {
 		return jute.BadArguments
 	}
-	n := t.nodes[path]
+	n := t.lookup(path)
 	if n == nil {
 		return jute.NoNode
 	}
@@ -501,8 +504,7 @@ func (t *Tree) closeSession(ctx *applyCtx) {
 	}
 	slices.Sort(paths)
 	for _, p := range paths {
-		n := t.nodes[p]
-		parentPath, _, _ := splitParent(p)
-		t.deleteNode(ctx, t.lookup(parentPath), parentPath, n)
+		l := t.locate(p)
+		t.deleteNode(ctx, l, t.child(l.parent, l.name))
 	}
 }

@@ -217,12 +217,12 @@ func TestCreateModes(t *testing.T) {
 			if res.Err != jute.OK {
 				t.Fatalf("err %v", res.Err)
 			}
-			n := h.tree.nodes[tt.wantPath]
+			n := h.tree.lookup(tt.wantPath)
 			if n == nil {
 				t.Fatalf("node %s missing", tt.wantPath)
 			}
-			if n.kind != tt.kind || n.owner != tt.owner {
-				t.Errorf("kind %d owner %#x, want %d %#x", n.kind, n.owner, tt.kind, tt.owner)
+			if n.kind() != tt.kind || n.owner != tt.owner {
+				t.Errorf("kind %d owner %#x, want %d %#x", n.kind(), n.owner, tt.kind, tt.owner)
 			}
 			want := jute.Stat{Czxid: 1, Mzxid: 1, Pzxid: 1, Ctime: 1000, Mtime: 1000, DataLength: 1, EphemeralOwner: tt.visible}
 			if st := h.stat(tt.wantPath); st != want {
@@ -326,7 +326,7 @@ func TestSequentialNames(t *testing.T) {
 func TestSequentialOverflow(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.mustCreate("/q")
-	h.tree.nodes["/q"].cversion = math.MaxInt32
+	h.tree.lookup("/q").cversion = math.MaxInt32
 	r := h.create("/q/n", nil, jute.ModePersistentSequential)
 	if createdPath(r.Response) != "/q/n2147483647" {
 		t.Fatalf("got %v %q", r.Err, createdPath(r.Response))

@@ -16,7 +16,14 @@
 //  3. Serve reads with Exists, GetData, GetChildren, GetACL, ... at any
 //     time; their watch callbacks run under the read lock, so a watch
 //     registered by a read fires for exactly the writes applied after it.
-//  4. Persist the state with WriteSnapshot and restore it with ReadSnapshot.
+//  4. Persist the state: capture it with Snapshot between two applies (it
+//     costs nothing per znode), write it with Snapshot.WriteTo on another
+//     goroutine while applies go on, then Release it (cow.go). Restore it
+//     with ReadSnapshot. WriteSnapshot does all three at once.
+//
+// The tree keeps each znode in one 112-byte node with its name, not its
+// path, and each directory's children in a compact hash set (kids.go):
+// about 260 bytes of heap per znode with 100 bytes of data.
 //
 // Apply is deterministic: no clocks, no randomness, no I/O, no goroutines;
 // every iteration whose order shows in the result or the state is sorted.

@@ -105,3 +105,19 @@ func (h *harness) snapshot() []byte {
 }
 
 func ev(typ jute.EventType, path string) Event { return Event{Type: typ, Path: path} }
+
+// allNodes returns every node of the tree by path.
+func allNodes(t *Tree) map[string]*node {
+	out := map[string]*node{}
+	var walk func(path string, n *node)
+	walk = func(path string, n *node) {
+		out[path] = n
+		prefix := path
+		if path == rootPath {
+			prefix = ""
+		}
+		n.kids.each(func(c *node) { walk(prefix+"/"+c.name, c) })
+	}
+	walk(rootPath, t.root)
+	return out
+}

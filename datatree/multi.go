@@ -13,16 +13,15 @@ const (
 
 // undoRec holds what is needed to revert one applied sub-op.
 type undoRec struct {
-	op         undoOp
-	n          *node
-	parent     *node
-	parentPath string
-	data       []byte
-	cversion   int32
-	version    int32
-	pzxid      int64
-	mzxid      int64
-	mtime      int64
+	op       undoOp
+	n        *node
+	loc      loc // where n was linked (create, delete)
+	data     []byte
+	cversion int32
+	version  int32
+	pzxid    int64
+	mzxid    int64
+	mtime    int64
 }
 
 // multiOpAllowed reports whether op may appear in a multi (wire.md §8).
@@ -74,14 +73,14 @@ func (t *Tree) applyMulti(ctx *applyCtx, res *Result) {
 func (t *Tree) applyMultiOp(ctx *applyCtx, op jute.MultiOp) (jute.MultiResult, jute.Code) {
 	switch op.Type {
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
-		n, code := t.create(ctx, op.Type, createArgsOf(op.Request))
+		n, path, code := t.create(ctx, op.Type, createArgsOf(op.Request))
 		if code != jute.OK {
 			return jute.MultiResult{}, code
 		}
 		if op.Type == jute.OpCreate || op.Type == jute.OpCreate2 {
-			return jute.MultiResult{Type: jute.OpCreate, Response: &jute.CreateResponse{Path: n.path}}, jute.OK
+			return jute.MultiResult{Type: jute.OpCreate, Response: &jute.CreateResponse{Path: path}}, jute.OK
 		}
-		r := &jute.Create2Response{Path: n.path}
+		r := &jute.Create2Response{Path: path}
 		n.stat(&r.Stat)
 		return jute.MultiResult{Type: jute.OpCreate2, Response: r}, jute.OK
 	case jute.OpDelete:
@@ -124,14 +123,14 @@ func (t *Tree) rollback(ctx *applyCtx) {
 		u := &ctx.undo[i]
 		switch u.op {
 		case undoCreate:
-			t.unlink(u.parent, u.parentPath, u.n)
-			t.acls.release(u.n.acl)
-			u.parent.cversion = u.cversion
-			u.parent.pzxid = u.pzxid
+			t.unlink(u.loc, u.n)
+			t.acls.release(u.n.acl())
+			u.loc.parent.cversion = u.cversion
+			u.loc.parent.pzxid = u.pzxid
 		case undoDelete:
-			t.acls.addRef(u.n.acl)
-			t.link(u.parent, u.parentPath, u.n)
-			u.parent.pzxid = u.pzxid
+			t.acls.addRef(u.n.acl())
+			t.link(u.loc, u.n)
+			u.loc.parent.pzxid = u.pzxid
 		case undoSetData:
 			t.dataSize += int64(len(u.data) - len(u.n.data))
 			u.n.data = u.data

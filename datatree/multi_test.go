@@ -128,9 +128,9 @@ func TestMultiFailure(t *testing.T) {
 				stats[p] = h.stat(p)
 			}
 			counts := [3]int64{int64(h.tree.NodeCount()), int64(h.tree.EphemeralCount()), h.tree.ApproximateDataSize()}
-			descs := map[string]int32{}
-			for p, n := range h.tree.nodes {
-				descs[p] = n.desc
+			descs := map[string]int64{}
+			for p, n := range allNodes(h.tree) {
+				descs[p], _ = subtreeSize(n)
 			}
 			aclLists := h.tree.acls.size()
 
@@ -168,9 +168,9 @@ func TestMultiFailure(t *testing.T) {
 			if got := [3]int64{int64(h.tree.NodeCount()), int64(h.tree.EphemeralCount()), h.tree.ApproximateDataSize()}; got != counts {
 				t.Errorf("counters %v, want %v", got, counts)
 			}
-			for p, n := range h.tree.nodes {
-				if n.desc != descs[p] {
-					t.Errorf("%s desc %d, want %d", p, n.desc, descs[p])
+			for p, n := range allNodes(h.tree) {
+				if got, _ := subtreeSize(n); got != descs[p] {
+					t.Errorf("%s subtree %d, want %d", p, got, descs[p])
 				}
 			}
 			if h.tree.acls.size() != aclLists {

@@ -287,8 +287,8 @@ func TestStatBookkeeping(t *testing.T) {
 	if st := h.stat("/p"); st != want {
 		t.Errorf("/p after delete: %+v", st)
 	}
-	if h.tree.nodes["/p"].cversion != 2 {
-		t.Errorf("stored cversion changed by delete: %d", h.tree.nodes["/p"].cversion)
+	if h.tree.lookup("/p").cversion != 2 {
+		t.Errorf("stored cversion changed by delete: %d", h.tree.lookup("/p").cversion)
 	}
 	res := h.apply(jute.OpSetData, &jute.SetDataRequest{Path: "/p/b", Data: []byte("hello"), Version: 0}) // 5
 	wantB := jute.Stat{Czxid: 3, Mzxid: 5, Ctime: 3000, Mtime: 5000, Version: 1, DataLength: 5, Pzxid: 3}
@@ -334,7 +334,7 @@ func TestStatBookkeeping(t *testing.T) {
 func TestVersionWraps(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.mustCreate("/a")
-	h.tree.nodes["/a"].version = 1<<31 - 1
+	h.tree.lookup("/a").version = 1<<31 - 1
 	res := h.apply(jute.OpSetData, &jute.SetDataRequest{Path: "/a", Version: 1<<31 - 1})
 	if res.Err != jute.OK || res.Response.(*jute.StatResponse).Stat.Version != -1<<31 {
 		t.Fatalf("wrap: %v %+v", res.Err, res.Response)

@@ -49,6 +49,30 @@ func ValidatePath(p string) jute.Code {
 	return jute.OK
 }
 
+// validName reports whether name is a valid path component, that is
+// whether ValidatePath accepts "/"+name and name holds no '/'.
+func validName(name string) bool {
+	if name == "" || name == "." || name == ".." {
+		return false
+	}
+	for i := 0; i < len(name); {
+		c := name[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(name[i:])
+			if !validPathRune(r, size) {
+				return false
+			}
+			i += size
+			continue
+		}
+		if c == '/' || c <= 0x1f || c == 0x7f {
+			return false
+		}
+		i++
+	}
+	return true
+}
+
 // validPathByte checks the ASCII byte p[i] (i >= 1) in its context: no NUL or
 // control characters, no empty component, no "." or ".." component. '/' and
 // '.' never occur inside a multi-byte UTF-8 sequence, so byte-wise

@@ -151,35 +151,44 @@ func (s statsTrack) encode() []byte {
 	return b
 }
 
+// quotaNode returns /zookeeper/quota, which can never be deleted, so New
+// and ReadSnapshot look it up once.
+func (t *Tree) quotaNode() *node { return t.quota }
+
 // quotaNodeOf returns the limits or stats node (name) of the quota on root,
-// or nil. The lookup key is built in a stack buffer for short paths.
+// or nil.
 func (t *Tree) quotaNodeOf(root, name string) *node {
-	var buf [128]byte
-	b := append(buf[:0], quotaPath...)
-	b = append(b, root...)
-	b = append(b, '/')
-	b = append(b, name...)
-	return t.nodes[string(b)]
+	q := t.descend(t.quotaNode(), root[1:])
+	if q == nil {
+		return nil
+	}
+	return t.child(q, name)
 }
 
 // quotaRoot returns the deepest of path and its ancestors (not "/") that
-// has a quota, or "" when none has. A tree without quota nodes answers
-// without looking at the path.
+// has a quota, or "" when none has: it walks /zookeeper/quota down along
+// path's names, noting each level that holds a limits node. A tree without
+// quota nodes answers without looking at the path.
 func (t *Tree) quotaRoot(path string) string {
-	if q := t.nodes[quotaPath]; q == nil || len(q.children) == 0 {
+	q := t.quotaNode()
+	if q == nil || q.kids.len() == 0 || len(path) < 2 || path[0] != '/' {
 		return ""
 	}
-	for p := path; len(p) > 1; {
-		if t.quotaNodeOf(p, quotaLimitsName) != nil {
-			return p
+	root := ""
+	for end := 0; end < len(path) && q != nil; {
+		next := strings.IndexByte(path[end+1:], '/')
+		if next < 0 {
+			next = len(path)
+		} else {
+			next += end + 1
 		}
-		i := strings.LastIndexByte(p, '/')
-		if i < 0 {
-			break
+		q = t.child(q, path[end+1:next])
+		if q != nil && t.child(q, quotaLimitsName) != nil {
+			root = path[:next]
 		}
-		p = p[:i]
+		end = next
 	}
-	return ""
+	return root
 }
 
 // checkQuota runs ZooKeeper's quota check for a write that changes the node
@@ -234,17 +243,17 @@ func (t *Tree) overLimit(ctx *applyCtx, w QuotaWarning, soft, hard int64) jute.C
 	return jute.OK
 }
 
-// quotaCreated does the quota bookkeeping of the new node n created with
-// data length size: a new stats node gets its subtree's usage, and the
+// quotaCreated does the quota bookkeeping of the new node n at path created
+// with data length size: a new stats node gets its subtree's usage, and the
 // stats of the quota n falls under count it.
-func (t *Tree) quotaCreated(ctx *applyCtx, n *node, size int) {
-	parentPath, name, _ := splitParent(n.path)
+func (t *Tree) quotaCreated(ctx *applyCtx, path string, n *node, size int) {
+	parentPath, name, _ := splitParent(path)
 	if name == quotaStatsName && strings.HasPrefix(parentPath, quotaPath+"/") {
 		count, bytes := t.subtreeUsage(parentPath[len(quotaPath):])
 		st := statsTrack{quotaCount: count, quotaBytes: bytes}
 		t.setQuotaData(ctx, n, st.encode())
 	}
-	t.updateQuota(ctx, n.path, 1, int64(size))
+	t.updateQuota(ctx, path, 1, int64(size))
 }
 
 // updateQuota adds countDiff and bytesDiff to the stats of the quota path
@@ -271,6 +280,7 @@ func (t *Tree) setQuotaData(ctx *applyCtx, n *node, data []byte) {
 		ctx.undo = append(ctx.undo, undoRec{op: undoSetData, n: n, data: n.data,
 			version: n.version, mzxid: n.mzxid, mtime: n.mtime})
 	}
+	t.touch(n)
 	t.dataSize += int64(len(data) - len(n.data))
 	n.data = data
 }
@@ -278,18 +288,9 @@ func (t *Tree) setQuotaData(ctx *applyCtx, n *node, data []byte) {
 // subtreeUsage returns the number of nodes at and below path and the sum of
 // their data lengths (0, 0 when path does not exist).
 func (t *Tree) subtreeUsage(path string) (count, bytes int64) {
-	n := t.nodes[path]
+	n := t.lookup(path)
 	if n == nil {
 		return 0, 0
 	}
-	return int64(n.desc) + 1, dataBytes(n)
-}
-
-// dataBytes sums the data lengths of n and its descendants.
-func dataBytes(n *node) int64 {
-	total := int64(len(n.data))
-	for _, c := range n.children {
-		total += dataBytes(c)
-	}
-	return total
+	return subtreeSize(n)
 }

@@ -65,10 +65,8 @@ func (t *Tree) GetChildren(path string, ids []jute.ID, watch func(exists bool)) 
 	if watch != nil {
 		watch(true)
 	}
-	names := make([]string, 0, len(n.children))
-	for name := range n.children {
-		names = append(names, name)
-	}
+	names := make([]string, 0, n.kids.len())
+	n.kids.each(func(c *node) { names = append(names, c.name) })
 	n.stat(&st)
 	return names, st, jute.OK
 }
@@ -96,7 +94,7 @@ func (t *Tree) GetACL(path string, ids []jute.ID) ([]jute.ACL, jute.Stat, jute.C
 	if n == nil {
 		return nil, st, jute.NoNode
 	}
-	acl := t.acls.get(n.acl)
+	acl := t.acls.get(n.acl())
 	if t.checksPermissions() {
 		admin := t.allowed(n, ids, jute.PermAdmin)
 		if !admin && !t.allowed(n, ids, jute.PermRead) {
@@ -114,18 +112,22 @@ func (t *Tree) GetACL(path string, ids []jute.ID) ([]jute.ACL, jute.Stat, jute.C
 // GetAllChildrenNumber returns the number of descendants of the node at any
 // depth (READ needed). For "/" that is every node but the root; the root
 // alias "" reports every node including the root, as ZooKeeper's string
-// prefix count does.
+// prefix count does. Below the root it counts the subtree, as ZooKeeper
+// does (it scans every node), so writes wait for the count.
 func (t *Tree) GetAllChildrenNumber(path string, ids []jute.ID) (int32, jute.Code) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	n, code := t.readable(path, ids)
-	if code != jute.OK {
+	switch {
+	case code != jute.OK:
 		return 0, code
+	case path == "":
+		return int32(t.count), jute.OK
+	case n == t.root:
+		return int32(t.count - 1), jute.OK
 	}
-	if path == "" {
-		return n.desc + 1, jute.OK
-	}
-	return n.desc, jute.OK
+	count, _ := subtreeSize(n)
+	return int32(count - 1), jute.OK
 }
 
 // GetEphemerals returns the session's ephemeral paths that start with prefix

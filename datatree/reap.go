@@ -29,7 +29,7 @@ func (t *Tree) ReapCandidates(now, maxNeverUsed int64, limit int) []string {
 	var out []string
 	for _, index := range []map[string]struct{}{t.containers, t.ttls} {
 		for p := range index {
-			if n := t.nodes[p]; n != nil && reapable(n, now, maxNeverUsed) {
+			if n := t.lookup(p); n != nil && reapable(n, now, maxNeverUsed) {
 				out = append(out, p)
 			}
 		}
@@ -44,10 +44,10 @@ func (t *Tree) ReapCandidates(now, maxNeverUsed int64, limit int) []string {
 
 // reapable reports whether the reaper should propose n's deletion at now.
 func reapable(n *node, now, maxNeverUsed int64) bool {
-	if len(n.children) > 0 {
+	if n.kids.len() > 0 {
 		return false
 	}
-	switch n.kind {
+	switch n.kind() {
 	case kindContainer:
 		if n.cversion > 0 {
 			return true
@@ -71,7 +71,7 @@ func ttlExpired(n *node, now int64) bool {
 // ever had a child: the never-used interval is a member's local setting,
 // not replicated state, so the proposer's judgement of it is trusted.
 func reapCheck(n *node, now int64) jute.Code {
-	switch n.kind {
+	switch n.kind() {
 	case kindContainer:
 		return jute.OK
 	case kindTTL:

@@ -379,8 +379,8 @@ func (s *script) read(cmd string, opts map[string]string, path string) string {
 }
 
 func dumpTree(tree *Tree) string {
-	paths := make([]string, 0, len(tree.nodes))
-	for p := range tree.nodes {
+	paths := make([]string, 0, tree.NodeCount())
+	for p := range allNodes(tree) {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)

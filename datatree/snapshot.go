@@ -5,68 +5,94 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
+	"hash/maphash"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/zkserverd/zkserverd/jute"
 )
 
-// Snapshot stream layout (big-endian; str = uint32 length + bytes):
+// Snapshot stream, version 2 (big-endian; str = uint32 length + bytes;
+// docs/format/snapshot.md has the full description):
 //
 //	magic     [8]byte  "zkdtree\x00"
-//	version   uint32   snapshotVersion (1)
-//	nacls     uint32   number of ACL lists
-//	nacls ×   uint32 n, then n × (int32 perms, str scheme, str id)
-//	nnodes    uint64   number of nodes
-//	nnodes ×  node, in strictly increasing byte order of path:
-//	            str    path
+//	version   uint32   2
+//	nnodes    uint64   number of node records
+//	nnodes ×  node, depth first from the root, each directory's children in
+//	          increasing byte order of name, each followed by its subtree:
+//	            str    name ("" for the root)
 //	            int32  data length (-1 = null), then the data bytes
 //	            int64  czxid, mzxid, ctime, mtime, pzxid
 //	            int32  version, stored cversion, aversion
 //	            int64  ephemeralOwner (as stored: container/TTL encodings kept)
 //	            uint8  kind (0 persistent, 1 ephemeral, 2 container, 3 TTL)
-//	            uint32 index into the ACL lists
+//	            uint32 number of children
+//	            uint32 ACL index; the lists are numbered in order of first
+//	                   use, and the record that first uses one carries it:
+//	                   uint32 n, then n × (int32 perms, str scheme, str id)
 //	crc       uint32   CRC-32C of every byte above
 //
-// ACL lists are numbered in order of first use by the sorted nodes, so the
-// bytes depend only on the tree's content: two trees in the same state
-// write identical snapshots.
+// The bytes depend only on the tree's content: two trees in the same state
+// write identical snapshots. Version 1 (snapshot_v1.go), written by earlier
+// builds and by zkimport, is still read.
 
 // ErrBadSnapshot is wrapped by every error ReadSnapshot returns for input
 // that is not a complete, well-formed snapshot.
 var ErrBadSnapshot = errors.New("datatree: bad snapshot")
 
-const snapshotVersion = 1
+// Stream versions.
+const (
+	snapshotV1      = 1
+	snapshotV2      = 2
+	snapshotVersion = snapshotV2 // the version written
+)
 
 var snapshotMagic = [8]byte{'z', 'k', 'd', 't', 'r', 'e', 'e', 0}
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// newCRC returns the snapshot checksum: CRC-32C.
-func newCRC() hash.Hash32 { return crc32.New(crcTable) }
+// statSize is the size of the stat fields of a node record (both
+// versions): five int64, three int32, the int64 owner and the kind byte.
+const statSize = 5*8 + 3*4 + 8 + 1
 
-// nodeFixedSize is the size of a node record after its path and data.
-const nodeFixedSize = 5*8 + 3*4 + 8 + 1 + 4
+// nodeTailV2 is the size of a version 2 record after its data: the stat
+// fields, the child count and the ACL index.
+const nodeTailV2 = statSize + 4 + 4
 
 // snapWriter buffers output and checksums it.
 type snapWriter struct {
-	w   *bufio.Writer
-	crc hash.Hash32
+	w   io.Writer
+	crc uint32
 	buf []byte
+	n   int64
 	err error
 }
 
-func (s *snapWriter) flushBuf() {
-	if s.err != nil {
-		s.buf = s.buf[:0]
-		return
+func newSnapWriter(w io.Writer) *snapWriter {
+	return &snapWriter{w: w, buf: make([]byte, 0, walkFlushSize+walkFlushSize/4)}
+}
+
+// flush checksums and writes the buffered bytes.
+func (s *snapWriter) flush() {
+	if s.err == nil && len(s.buf) > 0 {
+		s.crc = crc32.Update(s.crc, crcTable, s.buf)
+		var k int
+		k, s.err = s.w.Write(s.buf)
+		s.n += int64(k)
 	}
-	s.crc.Write(s.buf)
-	_, s.err = s.w.Write(s.buf)
 	s.buf = s.buf[:0]
+}
+
+// finish writes the checksum trailer and returns the stream's length.
+func (s *snapWriter) finish() (int64, error) {
+	s.flush()
+	if s.err == nil {
+		var k int
+		k, s.err = s.w.Write(binary.BigEndian.AppendUint32(nil, s.crc))
+		s.n += int64(k)
+	}
+	return s.n, s.err
 }
 
 func (s *snapWriter) u32(v uint32) { s.buf = binary.BigEndian.AppendUint32(s.buf, v) }
@@ -88,69 +114,28 @@ func (s *snapWriter) bytes(v []byte) {
 	s.buf = append(s.buf, v...)
 }
 
-// WriteSnapshot writes the whole tree to w as a deterministic stream: the
-// same tree content always gives the same bytes. It holds the read lock for
-// the duration, so writes wait until it returns.
-func (t *Tree) WriteSnapshot(w io.Writer) error {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	nodes := make([]*node, 0, len(t.nodes))
-	for _, n := range t.nodes {
-		nodes = append(nodes, n)
-	}
-	slices.SortFunc(nodes, func(a, b *node) int { return strings.Compare(a.path, b.path) })
-	index := make(map[aclID]uint32)
-	var order []aclID
-	for _, n := range nodes {
-		if _, ok := index[n.acl]; !ok {
-			index[n.acl] = uint32(len(order))
-			order = append(order, n.acl)
-		}
-	}
-	s := &snapWriter{w: bufio.NewWriterSize(w, 64<<10), crc: newCRC()}
+// header writes the magic, the version and the node count.
+func (s *snapWriter) header(count uint64) {
 	s.buf = append(s.buf, snapshotMagic[:]...)
 	s.u32(snapshotVersion)
-	s.u32(uint32(len(order)))
-	for _, id := range order {
-		writeACLList(s, t.acls.get(id))
-	}
-	s.u64(uint64(len(nodes)))
-	for _, n := range nodes {
-		writeNode(s, n, index[n.acl])
-		if len(s.buf) >= 32<<10 {
-			s.flushBuf()
-		}
-	}
-	s.flushBuf()
-	if s.err == nil {
-		var sum [4]byte
-		binary.BigEndian.PutUint32(sum[:], s.crc.Sum32())
-		_, s.err = s.w.Write(sum[:])
-	}
-	if s.err == nil {
-		s.err = s.w.Flush()
-	}
-	if s.err != nil {
-		return fmt.Errorf("datatree: write snapshot: %w", s.err)
-	}
-	return nil
+	s.u64(count)
 }
 
-func writeACLList(s *snapWriter, list []jute.ACL) {
-	s.u32(uint32(len(list)))
-	for _, a := range list {
-		s.i32(a.Perms)
-		s.str(a.ID.Scheme)
-		s.str(a.ID.ID)
-	}
-	if len(s.buf) >= 32<<10 {
-		s.flushBuf()
-	}
-}
-
-func writeNode(s *snapWriter, n *node, acl uint32) {
-	s.str(n.path)
+// node writes one version 2 node record; list is the ACL list when this
+// record is the first to use index acl, else nil.
+func (s *snapWriter) node(n *node, children, acl uint32, list []jute.ACL) {
+	s.str(n.name)
 	s.bytes(n.data)
+	s.stat(n)
+	s.u32(children)
+	s.u32(acl)
+	if list != nil {
+		s.aclList(list)
+	}
+}
+
+// stat writes the stat fields, owner and kind of n.
+func (s *snapWriter) stat(n *node) {
 	s.i64(n.czxid)
 	s.i64(n.mzxid)
 	s.i64(n.ctime)
@@ -160,46 +145,80 @@ func writeNode(s *snapWriter, n *node, acl uint32) {
 	s.i32(n.cversion)
 	s.i32(n.aversion)
 	s.i64(n.owner)
-	s.buf = append(s.buf, byte(n.kind))
-	s.u32(acl)
+	s.buf = append(s.buf, byte(n.kind()))
 }
 
-// snapReader reads checksummed input without reading past the snapshot when
-// the source is an io.ByteReader.
+func (s *snapWriter) aclList(list []jute.ACL) {
+	s.u32(uint32(len(list)))
+	for _, a := range list {
+		s.i32(a.Perms)
+		s.str(a.ID.Scheme)
+		s.str(a.ID.ID)
+	}
+}
+
+// snapReader parses a snapshot in place from a bufio.Reader's buffer:
+// it peeks at what it needs, checksums what it consumed and discards it,
+// so it never consumes bytes past the end of the snapshot. Fields larger
+// than the buffer are read through it into their own allocation.
 type snapReader struct {
-	r       io.Reader
-	crc     hash.Hash32
-	scratch [nodeFixedSize]byte
+	br  *bufio.Reader
+	win []byte // peeked bytes; win[:off] are consumed but not yet discarded
+	off int
+	crc uint32
 }
 
-// byteReader is what ReadSnapshot reads from; bufio.Reader satisfies it.
-type byteReader interface {
-	io.Reader
-	io.ByteReader
+// commit checksums and discards the consumed bytes.
+func (s *snapReader) commit() {
+	if s.off > 0 {
+		s.crc = crc32.Update(s.crc, crcTable, s.win[:s.off])
+		s.br.Discard(s.off) // cannot fail: the bytes are buffered
+	}
+	s.win, s.off = s.win[s.off:s.off], 0
 }
 
-func (s *snapReader) full(b []byte) error {
-	if _, err := io.ReadFull(s.r, b); err != nil {
+// need makes at least n (<= the buffer size) unconsumed bytes available
+// in s.win[s.off:].
+func (s *snapReader) need(n int) error {
+	if len(s.win)-s.off >= n {
+		return nil
+	}
+	s.commit()
+	if _, err := s.br.Peek(n); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return fmt.Errorf("%w: truncated: %w", ErrBadSnapshot, err)
 	}
-	s.crc.Write(b)
+	s.win, _ = s.br.Peek(s.br.Buffered())
 	return nil
 }
 
+// take consumes n bytes and returns them; they are valid until the next
+// call.
+func (s *snapReader) take(n int) ([]byte, error) {
+	if n > s.br.Size() {
+		return s.copyOut(n)
+	}
+	if err := s.need(n); err != nil {
+		return nil, err
+	}
+	b := s.win[s.off : s.off+n]
+	s.off += n
+	return b, nil
+}
+
 func (s *snapReader) u32() (uint32, error) {
-	b := s.scratch[:4]
-	if err := s.full(b); err != nil {
+	b, err := s.take(4)
+	if err != nil {
 		return 0, err
 	}
 	return binary.BigEndian.Uint32(b), nil
 }
 
 func (s *snapReader) u64() (uint64, error) {
-	b := s.scratch[:8]
-	if err := s.full(b); err != nil {
+	b, err := s.take(8)
+	if err != nil {
 		return 0, err
 	}
 	return binary.BigEndian.Uint64(b), nil
@@ -208,26 +227,36 @@ func (s *snapReader) u64() (uint64, error) {
 // maxSnapshotField bounds a single string or data length.
 const maxSnapshotField = 1 << 30
 
-// blob reads n bytes, growing its buffer as data actually arrives so that a
+// copyOut consumes n bytes into a new slice. Beyond the buffer size it
+// reads in chunks, growing the slice as data actually arrives, so that a
 // corrupt length cannot force a huge allocation.
-func (s *snapReader) blob(n int) ([]byte, error) {
-	const chunk = 64 << 10
-	if n <= chunk {
-		b := make([]byte, n)
-		return b, s.full(b)
-	}
-	var b []byte
-	for len(b) < n {
-		k := min(n-len(b), max(chunk, len(b)))
-		b = slices.Grow(b, k)
-		if err := s.full(b[len(b) : len(b)+k]); err != nil {
+func (s *snapReader) copyOut(n int) ([]byte, error) {
+	if n <= s.br.Size() {
+		b, err := s.take(n)
+		if err != nil {
 			return nil, err
 		}
-		b = b[:len(b)+k]
+		return append(make([]byte, 0, n), b...), nil
 	}
-	return b, nil
+	s.commit()
+	chunk := s.br.Size()
+	var out []byte
+	for len(out) < n {
+		k := min(n-len(out), max(chunk, len(out)))
+		out = append(out, make([]byte, k)...)
+		part := out[len(out)-k:]
+		if _, err := io.ReadFull(s.br, part); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("%w: truncated: %w", ErrBadSnapshot, err)
+		}
+		s.crc = crc32.Update(s.crc, crcTable, part)
+	}
+	return out, nil
 }
 
+// str reads a string field.
 func (s *snapReader) str() (string, error) {
 	n, err := s.u32()
 	if err != nil {
@@ -236,10 +265,15 @@ func (s *snapReader) str() (string, error) {
 	if n > maxSnapshotField {
 		return "", fmt.Errorf("%w: string length %d", ErrBadSnapshot, n)
 	}
-	b, err := s.blob(int(n))
+	if int(n) <= s.br.Size() {
+		b, err := s.take(int(n))
+		return string(b), err
+	}
+	b, err := s.copyOut(int(n))
 	return string(b), err
 }
 
+// data reads a data field (nil for a null buffer).
 func (s *snapReader) data() ([]byte, error) {
 	v, err := s.u32()
 	if err != nil {
@@ -252,73 +286,36 @@ func (s *snapReader) data() ([]byte, error) {
 	case n < 0 || n > maxSnapshotField:
 		return nil, fmt.Errorf("%w: data length %d", ErrBadSnapshot, n)
 	}
-	return s.blob(int(n))
+	return s.copyOut(int(n))
 }
 
-// ReadSnapshot rebuilds a tree from a stream written by WriteSnapshot. It
-// verifies the structure and the checksum and returns an error wrapping
-// ErrBadSnapshot for truncated or corrupt input; it never panics. If r is
-// not an io.ByteReader (a *bufio.Reader is), ReadSnapshot may read past the
-// end of the snapshot; pass a *bufio.Reader to read one embedded in a longer
-// stream.
-func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
-	br, ok := r.(byteReader)
-	if !ok {
-		br = bufio.NewReaderSize(r, 64<<10)
-	}
-	s := &snapReader{r: br, crc: newCRC()}
-	var head [12]byte
-	if err := s.full(head[:]); err != nil {
-		return nil, err
-	}
-	if [8]byte(head[:8]) != snapshotMagic {
-		return nil, fmt.Errorf("%w: not a datatree snapshot", ErrBadSnapshot)
-	}
-	if v := binary.BigEndian.Uint32(head[8:]); v != snapshotVersion {
-		return nil, fmt.Errorf("%w: unsupported version %d", ErrBadSnapshot, v)
-	}
-	t := newEmpty(cfg)
-	lists, err := s.readACLLists()
-	if err != nil {
-		return nil, err
-	}
-	if err := t.readNodes(s, lists); err != nil {
-		return nil, err
-	}
-	want := s.crc.Sum32()
-	got, err := s.u32()
-	if err != nil {
-		return nil, err
-	}
-	if got != want {
-		return nil, fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
-	}
-	for _, p := range []string{rootPath, procPath, quotaPath, configPath} {
-		if n := t.nodes[p]; n == nil || n.kind != kindPersistent {
-			return nil, fmt.Errorf("%w: missing or non-persistent system node %s", ErrBadSnapshot, p)
-		}
-	}
-	t.acls.sweep()
-	return t, nil
+// decodeStat decodes the stat fields and owner of a record into n and
+// returns the kind byte, which the caller checks.
+func decodeStat(b []byte, n *node) nodeKind {
+	be := binary.BigEndian
+	n.czxid = int64(be.Uint64(b[0:]))
+	n.mzxid = int64(be.Uint64(b[8:]))
+	n.ctime = int64(be.Uint64(b[16:]))
+	n.mtime = int64(be.Uint64(b[24:]))
+	n.pzxid = int64(be.Uint64(b[32:]))
+	n.version = int32(be.Uint32(b[40:]))
+	n.cversion = int32(be.Uint32(b[44:]))
+	n.aversion = int32(be.Uint32(b[48:]))
+	n.owner = int64(be.Uint64(b[52:]))
+	return nodeKind(b[60])
 }
 
-func (s *snapReader) readACLLists() ([][]jute.ACL, error) {
-	n, err := s.u32()
-	if err != nil {
-		return nil, err
+// checkKind validates a record's kind against its owner and stores it.
+func checkKind(n *node, k nodeKind) error {
+	if !ownerMatchesKind(k, n.owner) {
+		return fmt.Errorf("%w: %q: kind %d with owner %#x", ErrBadSnapshot, n.name, k, n.owner)
 	}
-	var lists [][]jute.ACL
-	for i := uint32(0); i < n; i++ {
-		list, err := s.readACLList()
-		if err != nil {
-			return nil, err
-		}
-		lists = append(lists, list)
-	}
-	return lists, nil
+	n.meta = uint32(k) << metaKindShift
+	return nil
 }
 
-func (s *snapReader) readACLList() ([]jute.ACL, error) {
+// aclList reads one ACL list.
+func (s *snapReader) aclList() ([]jute.ACL, error) {
 	n, err := s.u32()
 	if err != nil {
 		return nil, err
@@ -345,74 +342,265 @@ func (s *snapReader) readACLList() ([]jute.ACL, error) {
 	return list, nil
 }
 
-// readNodes reads the node records and links each under its parent, which
-// the strict path order guarantees was read before.
-func (t *Tree) readNodes(s *snapReader, lists [][]jute.ACL) error {
+// snapBufferSize is the read buffer ReadSnapshot puts around a reader that
+// is not a *bufio.Reader.
+const snapBufferSize = 1 << 20
+
+// ReadSnapshot rebuilds a tree from a stream written by WriteSnapshot or
+// Snapshot.WriteTo (version 2) or by earlier builds (version 1). It
+// verifies the structure and the checksum and returns an error wrapping
+// ErrBadSnapshot for truncated or corrupt input; it never panics. From a
+// *bufio.Reader it consumes exactly the snapshot's bytes, so a snapshot
+// embedded in a longer stream can be read; any other reader is wrapped in
+// one and may be read past the end. A larger bufio buffer (1 MiB) reads
+// faster.
+func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, snapBufferSize)
+	}
+	s := &snapReader{br: br}
+	head, err := s.take(12)
+	if err != nil {
+		return nil, err
+	}
+	if [8]byte(head[:8]) != snapshotMagic {
+		return nil, fmt.Errorf("%w: not a datatree snapshot", ErrBadSnapshot)
+	}
+	t := newEmpty(cfg)
+	switch v := binary.BigEndian.Uint32(head[8:]); v {
+	case snapshotV1:
+		err = t.readV1(s)
+	case snapshotV2:
+		err = t.readV2(s)
+	default:
+		return nil, fmt.Errorf("%w: unsupported version %d", ErrBadSnapshot, v)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.commit()
+	want := s.crc
+	sum, err := s.take(4)
+	if err != nil {
+		return nil, err
+	}
+	s.commit()
+	if binary.BigEndian.Uint32(sum) != want {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
+	}
+	for _, p := range []string{rootPath, procPath, quotaPath, configPath} {
+		if n := t.lookup(p); n == nil || n.kind() != kindPersistent {
+			return nil, fmt.Errorf("%w: missing or non-persistent system node %s", ErrBadSnapshot, p)
+		}
+	}
+	t.quota = t.lookup(quotaPath)
+	t.acls.sweep()
+	return t, nil
+}
+
+// readFrame is a directory being read: the node, how many children are
+// still to come, the children read so far, and the UTF-16 length of the
+// node's path, which its children's paths extend.
+type readFrame struct {
+	n    *node
+	left uint32
+	kids []*node
+	plen int
+}
+
+// maxPresize bounds the children slice allocated ahead from a record's
+// child count, which a corrupt stream could inflate; larger directories
+// grow.
+const maxPresize = 1 << 16
+
+// buildAsync is the size from which a directory's child set is built on
+// another goroutine while reading goes on.
+const buildAsync = 1024
+
+// v2Reader reads version 2 node records: depth first, so each record's
+// parent is the innermost directory with children still to come. A
+// directory's children are collected in a slice while it is open; when it
+// closes, its child set (kids) is built, for a large directory on a
+// builder goroutine. No one looks children up before ReadSnapshot
+// returns: the strict name order already rules out repeats.
+type v2Reader struct {
+	t     *Tree
+	s     *snapReader
+	ids   []aclID     // the tree's id of each stream ACL index
+	stack []readFrame // open directories, the root first
+	build chan readFrame
+	built chan struct{}
+}
+
+func (t *Tree) readV2(s *snapReader) error {
 	count, err := s.u64()
 	if err != nil {
 		return err
 	}
-	ids := make([]aclID, len(lists))
-	for i, l := range lists {
-		ids[i] = t.acls.intern(l)
-		t.acls.release(ids[i]) // nodes take their own references below
-	}
-	prev := ""
+	r := &v2Reader{t: t, s: s}
+	defer r.wait()
 	for i := uint64(0); i < count; i++ {
-		n, err := s.readNode(ids)
-		if err != nil {
+		r.popDone()
+		if i > 0 && len(r.stack) == 0 {
+			return fmt.Errorf("%w: node %d of %d outside the tree", ErrBadSnapshot, i, count)
+		}
+		if err := r.record(count - i - 1); err != nil {
 			return err
 		}
-		if i > 0 && n.path <= prev {
-			return fmt.Errorf("%w: path %q out of order", ErrBadSnapshot, n.path)
-		}
-		prev = n.path
-		if err := t.restoreNode(n); err != nil {
-			return err
-		}
+	}
+	r.popDone()
+	if len(r.stack) > 0 || count == 0 {
+		return fmt.Errorf("%w: %d nodes do not make a tree", ErrBadSnapshot, count)
 	}
 	return nil
 }
 
-func (s *snapReader) readNode(ids []aclID) (*node, error) {
-	path, err := s.str()
-	if err != nil {
-		return nil, err
+// popDone closes the directories whose children have all been read and
+// has their child sets built.
+func (r *v2Reader) popDone() {
+	for len(r.stack) > 0 && r.stack[len(r.stack)-1].left == 0 {
+		f := r.stack[len(r.stack)-1]
+		r.stack = r.stack[:len(r.stack)-1]
+		if len(f.kids) < buildAsync {
+			f.n.kids = buildKids(r.t.seed, f.kids)
+			continue
+		}
+		if r.build == nil {
+			r.build, r.built = make(chan readFrame, 16), make(chan struct{})
+			go func(seed maphash.Seed) {
+				for f := range r.build {
+					f.n.kids = buildKids(seed, f.kids)
+				}
+				close(r.built)
+			}(r.t.seed)
+		}
+		r.build <- f
 	}
-	if ValidatePath(path) != jute.OK {
-		return nil, fmt.Errorf("%w: invalid path %q", ErrBadSnapshot, path)
+}
+
+// wait stops the builder goroutine, if one started, once it has built
+// every directory handed to it.
+func (r *v2Reader) wait() {
+	if r.build != nil {
+		close(r.build)
+		<-r.built
+	}
+}
+
+// buildKids returns the child set of the nodes in list (nil if empty).
+func buildKids(seed maphash.Seed, list []*node) *kids {
+	if len(list) == 0 {
+		return nil
+	}
+	k := newKids(len(list))
+	for _, c := range list {
+		k.add(c, nameHash(seed, c.name))
+	}
+	return k
+}
+
+// record reads one record and links it under the innermost open directory
+// (or makes it the root); a node with children becomes the innermost open
+// directory. remaining is the number of records after it.
+func (r *v2Reader) record(remaining uint64) error {
+	s := r.s
+	name, err := s.str()
+	if err != nil {
+		return err
 	}
 	data, err := s.data()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	b := s.scratch[:nodeFixedSize]
-	if err := s.full(b); err != nil {
-		return nil, err
+	b, err := s.take(nodeTailV2)
+	if err != nil {
+		return err
 	}
-	be := binary.BigEndian
-	n := &node{
-		path: path, data: data,
-		czxid:    int64(be.Uint64(b[0:])),
-		mzxid:    int64(be.Uint64(b[8:])),
-		ctime:    int64(be.Uint64(b[16:])),
-		mtime:    int64(be.Uint64(b[24:])),
-		pzxid:    int64(be.Uint64(b[32:])),
-		version:  int32(be.Uint32(b[40:])),
-		cversion: int32(be.Uint32(b[44:])),
-		aversion: int32(be.Uint32(b[48:])),
-		owner:    int64(be.Uint64(b[52:])),
-		kind:     nodeKind(b[60]),
+	n := &node{name: name, data: data}
+	if err := checkKind(n, decodeStat(b, n)); err != nil {
+		return err
 	}
-	idx := be.Uint32(b[61:])
-	if idx >= uint32(len(ids)) {
-		return nil, fmt.Errorf("%w: %s: ACL index %d out of range", ErrBadSnapshot, path, idx)
+	kids := binary.BigEndian.Uint32(b[statSize:])
+	if err := r.aclRef(n, binary.BigEndian.Uint32(b[statSize+4:])); err != nil {
+		return err
 	}
-	n.acl = ids[idx]
-	if !ownerMatchesKind(n.kind, n.owner) {
-		return nil, fmt.Errorf("%w: %s: kind %d with owner %#x", ErrBadSnapshot, path, n.kind, n.owner)
+	if kids > 0 && n.kind() == kindEphemeral {
+		return fmt.Errorf("%w: ephemeral %q has children", ErrBadSnapshot, name)
 	}
-	return n, nil
+	r.t.lastZxid = max(r.t.lastZxid, n.czxid)
+	plen := 0
+	if len(r.stack) == 0 {
+		if name != "" || n.kind() != kindPersistent {
+			return fmt.Errorf("%w: bad root record %q", ErrBadSnapshot, name)
+		}
+		r.t.root = n
+		r.t.insert(n, rootPath)
+	} else if plen, err = r.link(n); err != nil {
+		return err
+	}
+	if kids > 0 || len(r.stack) == 0 {
+		list := make([]*node, 0, min(uint64(kids), remaining, maxPresize))
+		r.stack = append(r.stack, readFrame{n: n, left: kids, kids: list, plen: plen})
+	}
+	return nil
+}
+
+// aclRef resolves a record's ACL index, reading the list when the record
+// is its first user.
+func (r *v2Reader) aclRef(n *node, idx uint32) error {
+	switch {
+	case idx < uint32(len(r.ids)):
+		n.setACL(r.ids[idx])
+		r.t.acls.addRef(n.acl())
+	case idx == uint32(len(r.ids)):
+		list, err := r.s.aclList()
+		if err != nil {
+			return err
+		}
+		n.setACL(r.t.acls.intern(list))
+		r.ids = append(r.ids, n.acl())
+	default:
+		return fmt.Errorf("%w: ACL index %d out of range", ErrBadSnapshot, idx)
+	}
+	return nil
+}
+
+// link checks the child n against its parent, the innermost open
+// directory, adds it there and returns the UTF-16 length of its path.
+func (r *v2Reader) link(n *node) (int, error) {
+	t, p := r.t, &r.stack[len(r.stack)-1]
+	name := n.name
+	if !validName(name) {
+		return 0, fmt.Errorf("%w: invalid name %q", ErrBadSnapshot, name)
+	}
+	if len(p.kids) > 0 && name <= p.kids[len(p.kids)-1].name {
+		return 0, fmt.Errorf("%w: name %q out of order", ErrBadSnapshot, name)
+	}
+	p.kids = append(p.kids, n)
+	p.left--
+	plen := javaLen(name) + 1
+	if len(r.stack) > 1 {
+		plen += p.plen
+	}
+	t.count++
+	t.dataSize += int64(plen + len(n.data))
+	if n.kind() != kindPersistent {
+		t.indexKind(n, framePath(r.stack, name))
+	}
+	return plen, nil
+}
+
+// framePath builds the path of a child name of the top of stack.
+func framePath(stack []readFrame, name string) string {
+	var b strings.Builder
+	for _, f := range stack[1:] {
+		b.WriteByte('/')
+		b.WriteString(f.n.name)
+	}
+	b.WriteByte('/')
+	b.WriteString(name)
+	return b.String()
 }
 
 // ownerMatchesKind checks the stored ephemeralOwner against the node kind.
@@ -429,27 +617,4 @@ func ownerMatchesKind(k nodeKind, owner int64) bool {
 		return owner&jute.TTLOwnerMask == jute.TTLOwnerMask && ttl > 0 && ttl <= jute.MaxTTL
 	}
 	return false
-}
-
-// restoreNode links a node read from a snapshot into the tree.
-func (t *Tree) restoreNode(n *node) error {
-	t.acls.addRef(n.acl)
-	if n.path == rootPath {
-		t.root = n
-		t.insert(n)
-		return nil
-	}
-	if t.root == nil {
-		return fmt.Errorf("%w: %s before the root", ErrBadSnapshot, n.path)
-	}
-	parentPath, _, _ := splitParent(n.path)
-	parent := t.lookup(parentPath)
-	if parent == nil {
-		return fmt.Errorf("%w: %s has no parent", ErrBadSnapshot, n.path)
-	}
-	if parent.kind == kindEphemeral {
-		return fmt.Errorf("%w: %s is a child of an ephemeral", ErrBadSnapshot, n.path)
-	}
-	t.link(parent, parentPath, n)
-	return nil
 }

@@ -3,10 +3,12 @@ package datatree
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -17,10 +19,13 @@ import (
 // txnGen produces a reproducible stream of random writes over a small path
 // universe, so that creates, deletes, conflicts and failures all happen.
 type txnGen struct {
-	r *rand.Rand
+	r     *rand.Rand
+	paths []string
 }
 
-func newTxnGen(seed uint64) *txnGen { return &txnGen{r: rand.New(rand.NewPCG(seed, 99))} }
+func newTxnGen(seed uint64) *txnGen {
+	return &txnGen{r: rand.New(rand.NewPCG(seed, 99)), paths: genPaths}
+}
 
 var genPaths = []string{"/a", "/b", "/a/x", "/a/y", "/b/x", "/a/x/1", "/a/x/2", "/c", "/c/z", "/é"}
 
@@ -28,7 +33,7 @@ func (g *txnGen) path() string {
 	if g.r.IntN(20) == 0 {
 		return []string{"/", "/zookeeper", "/zookeeper/quota/q", "bad", "/a/", "/a/x/"}[g.r.IntN(6)]
 	}
-	return genPaths[g.r.IntN(len(genPaths))]
+	return g.paths[g.r.IntN(len(g.paths))]
 }
 
 func (g *txnGen) data() []byte {
@@ -146,8 +151,8 @@ func TestDeterminism(t *testing.T) {
 // treeView renders everything a client or the server can observe.
 func treeView(t *Tree) string {
 	var b bytes.Buffer
-	paths := make([]string, 0, len(t.nodes))
-	for p := range t.nodes {
+	paths := make([]string, 0, t.NodeCount())
+	for p := range allNodes(t) {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
@@ -201,6 +206,54 @@ func TestSnapshotFreshTreeGolden(t *testing.T) {
 	checkGolden(t, "testdata/fresh.snap.hex", []byte(hexDump(got)))
 }
 
+// TestSnapshotV1Golden reads version 1 streams written by the previous
+// build: a fresh tree, and a tree built by 3000 random txns (seed 42, as in
+// TestSnapshotRoundTrip) whose client-visible view that build recorded.
+func TestSnapshotV1Golden(t *testing.T) {
+	cfg := Config{ExtendedTypesEnabled: true}
+	fresh, err := ReadSnapshot(bytes.NewReader(readHexFile(t, "testdata/fresh_v1.snap.hex")), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, fresh), snapshotBytes(t, New(cfg))) {
+		t.Error("fresh tree from version 1 differs")
+	}
+	restored, err := ReadSnapshot(bytes.NewReader(readHexFile(t, "testdata/random_v1.snap.hex")), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := os.ReadFile("testdata/random_v1.view")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := treeView(restored); got != string(view) {
+		t.Errorf("view of the version 1 tree:\n%s\nwant\n%s", got, view)
+	}
+	built := New(cfg)
+	applyRandom(built, 42, 0, 3000)
+	built.SetConfigNode([]byte("version=0"), 0, 123)
+	if !bytes.Equal(snapshotBytes(t, restored), snapshotBytes(t, built)) {
+		t.Error("version 1 tree and the tree built by the same txns write different snapshots")
+	}
+	if !bytes.Equal(applyRandom(restored, 43, 3000, 500), applyRandom(built, 43, 3000, 500)) {
+		t.Error("results after reading version 1 differ")
+	}
+}
+
+// readHexFile reads a file written by hexDump.
+func readHexFile(t *testing.T, name string) []byte {
+	t.Helper()
+	text, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := hex.DecodeString(strings.Join(strings.Fields(string(text)), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func hexDump(b []byte) string {
 	var out bytes.Buffer
 	for len(b) > 0 {
@@ -252,78 +305,164 @@ func TestSnapshotCorrupt(t *testing.T) {
 	}
 }
 
-// TestSnapshotStructuralChecks builds well-checksummed snapshots that break
-// one invariant each.
-func TestSnapshotStructuralChecks(t *testing.T) {
-	type rec struct {
-		path  string
-		kind  nodeKind
-		owner int64
-		acl   uint32
+// v1Rec is one node of a hand-built version 1 stream.
+type v1Rec struct {
+	path  string
+	kind  nodeKind
+	owner int64
+	acl   uint32
+}
+
+// encodeV1 builds a well-checksummed version 1 stream, as earlier builds
+// and zkimport write it.
+func encodeV1(lists [][]jute.ACL, nodes []v1Rec) []byte {
+	var b bytes.Buffer
+	s := newSnapWriter(&b)
+	s.buf = append(s.buf, snapshotMagic[:]...)
+	s.u32(snapshotV1)
+	s.u32(uint32(len(lists)))
+	for _, l := range lists {
+		s.aclList(l)
 	}
-	system := []rec{{path: "/"}, {path: "/zookeeper"}, {path: "/zookeeper/config"}, {path: "/zookeeper/quota"}}
-	build := func(lists [][]jute.ACL, nodes []rec) []byte {
-		var b bytes.Buffer
-		s := &snapWriter{w: bufio.NewWriter(&b), crc: newCRC()}
-		s.buf = append(s.buf, snapshotMagic[:]...)
-		s.u32(snapshotVersion)
-		s.u32(uint32(len(lists)))
-		for _, l := range lists {
-			writeACLList(s, l)
-		}
-		s.u64(uint64(len(nodes)))
-		for _, r := range nodes {
-			writeNode(s, &node{path: r.path, kind: r.kind, owner: r.owner}, r.acl)
-		}
-		s.flushBuf()
-		var sum [4]byte
-		sum[0], sum[1], sum[2], sum[3] = byte(s.crc.Sum32()>>24), byte(s.crc.Sum32()>>16), byte(s.crc.Sum32()>>8), byte(s.crc.Sum32())
-		s.w.Write(sum[:])
-		s.w.Flush()
-		return b.Bytes()
+	s.u64(uint64(len(nodes)))
+	for _, r := range nodes {
+		s.str(r.path)
+		s.bytes([]byte{})
+		s.stat(&node{owner: r.owner})
+		s.buf[len(s.buf)-1] = byte(r.kind) // any byte, even an unknown kind
+		s.u32(r.acl)
 	}
-	with := func(extra ...rec) []rec {
+	s.finish()
+	return b.Bytes()
+}
+
+// TestSnapshotV1StructuralChecks builds well-checksummed version 1
+// snapshots that break one invariant each.
+func TestSnapshotV1StructuralChecks(t *testing.T) {
+	system := []v1Rec{{path: "/"}, {path: "/zookeeper"}, {path: "/zookeeper/config"}, {path: "/zookeeper/quota"}}
+	with := func(extra ...v1Rec) []v1Rec {
 		out := append(slices.Clone(system), extra...)
-		slices.SortStableFunc(out, func(a, b rec) int { return strings.Compare(a.path, b.path) })
+		slices.SortStableFunc(out, func(a, b v1Rec) int { return strings.Compare(a.path, b.path) })
 		return out
 	}
 	lists := [][]jute.ACL{open}
-	if _, err := ReadSnapshot(bytes.NewReader(build(lists, system)), Config{}); err != nil {
+	if _, err := ReadSnapshot(bytes.NewReader(encodeV1(lists, system)), Config{}); err != nil {
 		t.Fatalf("valid minimal snapshot: %v", err)
 	}
 	tests := []struct {
 		name  string
 		lists [][]jute.ACL
-		nodes []rec
+		nodes []v1Rec
 	}{
 		{"missing system node", lists, system[:3]},
 		{"no root", lists, system[1:]},
-		{"out of order", lists, []rec{system[0], system[2], system[1], system[3]}},
-		{"duplicate", lists, with(rec{path: "/zookeeper/quota"})},
-		{"orphan", lists, with(rec{path: "/x/y"})},
-		{"invalid path", lists, with(rec{path: "/zookeeper/quota/."})},
-		{"child of ephemeral", lists, with(rec{path: "/e", kind: kindEphemeral, owner: 5}, rec{path: "/e/c"})},
-		{"acl index", lists, with(rec{path: "/x", acl: 1})},
+		{"out of order", lists, []v1Rec{system[0], system[2], system[1], system[3]}},
+		{"duplicate", lists, with(v1Rec{path: "/zookeeper/quota"})},
+		{"orphan", lists, with(v1Rec{path: "/x/y"})},
+		{"invalid path", lists, with(v1Rec{path: "/zookeeper/quota/."})},
+		{"child of ephemeral", lists, with(v1Rec{path: "/e", kind: kindEphemeral, owner: 5}, v1Rec{path: "/e/c"})},
+		{"acl index", lists, with(v1Rec{path: "/x", acl: 1})},
 		{"empty acl list", [][]jute.ACL{open, {}}, system},
-		{"persistent with owner", lists, with(rec{path: "/x", owner: 5})},
-		{"ephemeral without owner", lists, with(rec{path: "/x", kind: kindEphemeral})},
-		{"container owner", lists, with(rec{path: "/x", kind: kindContainer, owner: 5})},
-		{"ttl owner", lists, with(rec{path: "/x", kind: kindTTL, owner: jute.TTLOwnerMask})},
-		{"unknown kind", lists, with(rec{path: "/x", kind: numKinds})},
-		{"ephemeral system node", lists, []rec{system[0], system[1], {path: "/zookeeper/config", kind: kindEphemeral, owner: 1}, system[3]}},
+		{"persistent with owner", lists, with(v1Rec{path: "/x", owner: 5})},
+		{"ephemeral without owner", lists, with(v1Rec{path: "/x", kind: kindEphemeral})},
+		{"container owner", lists, with(v1Rec{path: "/x", kind: kindContainer, owner: 5})},
+		{"ttl owner", lists, with(v1Rec{path: "/x", kind: kindTTL, owner: jute.TTLOwnerMask})},
+		{"unknown kind", lists, with(v1Rec{path: "/x", kind: numKinds})},
+		{"ephemeral system node", lists, []v1Rec{system[0], system[1], {path: "/zookeeper/config", kind: kindEphemeral, owner: 1}, system[3]}},
 	}
 	for _, tt := range tests {
-		if _, err := ReadSnapshot(bytes.NewReader(build(tt.lists, tt.nodes)), Config{}); !errors.Is(err, ErrBadSnapshot) {
+		if _, err := ReadSnapshot(bytes.NewReader(encodeV1(tt.lists, tt.nodes)), Config{}); !errors.Is(err, ErrBadSnapshot) {
 			t.Errorf("%s: err %v", tt.name, err)
 		}
 	}
 	// Unused and duplicate ACL lists are accepted and dropped.
-	tree, err := ReadSnapshot(bytes.NewReader(build([][]jute.ACL{open, aliceA, open}, with(rec{path: "/x", acl: 2}))), Config{})
+	tree, err := ReadSnapshot(bytes.NewReader(encodeV1([][]jute.ACL{open, aliceA, open}, with(v1Rec{path: "/x", acl: 2}))), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tree.acls.size() != 1 {
 		t.Errorf("ACL cache size %d", tree.acls.size())
+	}
+}
+
+// v2Rec is one node of a hand-built version 2 stream, in stream order.
+type v2Rec struct {
+	name  string
+	kids  uint32
+	kind  nodeKind
+	owner int64
+	acl   uint32
+	list  []jute.ACL // the ACL list, when this record introduces it
+}
+
+// encodeV2 builds a well-checksummed version 2 stream claiming count
+// nodes.
+func encodeV2(count uint64, nodes []v2Rec) []byte {
+	var b bytes.Buffer
+	s := newSnapWriter(&b)
+	s.header(count)
+	for _, r := range nodes {
+		s.str(r.name)
+		s.bytes([]byte{})
+		s.stat(&node{owner: r.owner})
+		s.buf[len(s.buf)-1] = byte(r.kind) // any byte, even an unknown kind
+		s.u32(r.kids)
+		s.u32(r.acl)
+		if r.list != nil {
+			s.aclList(r.list)
+		}
+	}
+	s.finish()
+	return b.Bytes()
+}
+
+// TestSnapshotV2StructuralChecks builds well-checksummed version 2
+// snapshots that break one invariant each.
+func TestSnapshotV2StructuralChecks(t *testing.T) {
+	// "/", "/zookeeper", "/zookeeper/config", "/zookeeper/quota".
+	minimal := func(rootKids uint32, extra ...v2Rec) []v2Rec {
+		out := []v2Rec{{name: "", kids: rootKids, list: open}}
+		return append(append(out, v2Rec{name: "zookeeper", kids: 2}, v2Rec{name: "config"}, v2Rec{name: "quota"}), extra...)
+	}
+	valid := minimal(1)
+	if _, err := ReadSnapshot(bytes.NewReader(encodeV2(4, valid)), Config{}); err != nil {
+		t.Fatalf("valid minimal snapshot: %v", err)
+	}
+	if _, err := ReadSnapshot(bytes.NewReader(encodeV2(5, minimal(2, v2Rec{name: "zz", acl: 1, list: aliceA}))), Config{}); err != nil {
+		t.Fatalf("valid snapshot with a second ACL: %v", err)
+	}
+	swapped := minimal(1)
+	swapped[2], swapped[3] = swapped[3], swapped[2]
+	tests := []struct {
+		name  string
+		count uint64
+		nodes []v2Rec
+	}{
+		{"count too high", 5, valid},
+		{"count too low", 3, valid},
+		{"children missing", 5, minimal(2)},
+		{"extra node after the tree", 5, append(minimal(1), v2Rec{name: "x"})},
+		{"named root", 4, append([]v2Rec{{name: "r", kids: 1, list: open}}, valid[1:]...)},
+		{"out of order", 4, swapped},
+		{"duplicate", 5, []v2Rec{valid[0], {name: "zookeeper", kids: 3}, {name: "config"}, {name: "quota"}, {name: "quota"}}},
+		{"invalid name", 5, minimal(2, v2Rec{name: "."})},
+		{"name with slash", 5, minimal(2, v2Rec{name: "zz/a"})},
+		{"empty name", 5, minimal(2, v2Rec{name: ""})},
+		{"child of ephemeral", 6, minimal(2, v2Rec{name: "zz", kids: 1, kind: kindEphemeral, owner: 5}, v2Rec{name: "c"})},
+		{"acl index", 5, minimal(2, v2Rec{name: "zz", acl: 2})},
+		{"empty acl list", 5, minimal(2, v2Rec{name: "zz", acl: 1, list: []jute.ACL{}})},
+		{"persistent with owner", 5, minimal(2, v2Rec{name: "zz", owner: 5})},
+		{"ephemeral without owner", 5, minimal(2, v2Rec{name: "zz", kind: kindEphemeral})},
+		{"unknown kind", 5, minimal(2, v2Rec{name: "zz", kind: numKinds})},
+		{"missing system node", 3, []v2Rec{valid[0], {name: "zookeeper", kids: 1}, {name: "config"}}},
+		{"ephemeral system node", 4, []v2Rec{valid[0], valid[1], {name: "config", kind: kindEphemeral, owner: 1}, valid[3]}},
+		{"ephemeral root", 1, []v2Rec{{name: "", kind: kindEphemeral, owner: 1, list: open}}},
+		{"empty", 0, nil},
+	}
+	for _, tt := range tests {
+		if _, err := ReadSnapshot(bytes.NewReader(encodeV2(tt.count, tt.nodes)), Config{}); !errors.Is(err, ErrBadSnapshot) {
+			t.Errorf("%s: err %v", tt.name, err)
+		}
 	}
 }
 
@@ -352,6 +491,7 @@ func FuzzReadSnapshot(f *testing.F) {
 	f.Add(snapshotBytes(f, New(Config{})))
 	f.Add(valid[:len(valid)/2])
 	f.Add([]byte("zkdtree\x00\x00\x00\x00\x01\xff\xff\xff\xff"))
+	f.Add(encodeV1([][]jute.ACL{open}, []v1Rec{{path: "/"}, {path: "/zookeeper"}, {path: "/zookeeper/config"}, {path: "/zookeeper/quota"}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := ReadSnapshot(bytes.NewReader(b), Config{})
 		if err != nil {
@@ -370,4 +510,39 @@ func FuzzReadSnapshot(f *testing.F) {
 			t.Fatalf("accepted snapshot does not round-trip")
 		}
 	})
+}
+
+// TestSnapshotLargeDirectories round-trips directories large enough to
+// have their child sets built on the reader's builder goroutine, nested
+// and side by side, and checks that damaged streams still fail cleanly.
+func TestSnapshotLargeDirectories(t *testing.T) {
+	h := newHarness(t, Config{ExtendedTypesEnabled: true})
+	for _, dir := range []string{"/big", "/big/inner", "/other"} {
+		h.mustCreate(dir)
+	}
+	for i := 0; i < 3*buildAsync; i++ {
+		h.create(fmt.Sprintf("/big/n%d", i), []byte{byte(i)}, jute.ModePersistent)
+		if i%3 == 0 {
+			h.create(fmt.Sprintf("/big/inner/e%d", i), nil, jute.ModeEphemeral)
+		}
+		if i < buildAsync+5 {
+			h.create(fmt.Sprintf("/other/x%d", i), nil, jute.ModePersistent)
+		}
+	}
+	snap := h.snapshot()
+	got, err := ReadSnapshot(bytes.NewReader(snap), Config{ExtendedTypesEnabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if treeView(got) != treeView(h.tree) {
+		t.Fatal("restored tree reads differently")
+	}
+	if !bytes.Equal(snapshotBytes(t, got), snap) {
+		t.Fatal("restored tree writes a different snapshot")
+	}
+	for _, n := range []int{len(snap) / 3, len(snap) / 2, len(snap) - 5} {
+		if _, err := ReadSnapshot(bytes.NewReader(snap[:n]), Config{}); !errors.Is(err, ErrBadSnapshot) {
+			t.Errorf("truncated at %d: %v", n, err)
+		}
+	}
 }

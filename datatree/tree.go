@@ -1,10 +1,11 @@
 package datatree
 
 import (
-	"github.com/zkserverd/zkserverd/acl"
+	"hash/maphash"
 	"strings"
 	"sync"
 
+	"github.com/zkserverd/zkserverd/acl"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
@@ -37,13 +38,15 @@ const (
 	numKinds
 )
 
-// node is one znode. Its child names are substrings of the children's own
-// path strings, and the child map is allocated with the first child.
+// node is one znode: 112 bytes, one size class of the allocator. Its
+// name is the last component of its path; a node does not know its parent
+// or its path, since every operation reaches it by walking down from the
+// root along a path it already has.
 type node struct {
-	path     string
+	name     string // "" for the root; never changes
 	data     []byte // nil for a null buffer; never modified in place
-	children map[string]*node
-	czxid    int64
+	kids     *kids  // nil when the node has no children
+	czxid    int64  // never changes once linked
 	mzxid    int64
 	pzxid    int64
 	ctime    int64
@@ -52,20 +55,32 @@ type node struct {
 	version  int32
 	cversion int32 // stored: number of child creations
 	aversion int32
-	desc     int32 // number of descendants at any depth
-	acl      aclID
-	kind     nodeKind
+	meta     uint32 // ACL id (low 30 bits) and kind (top 2 bits)
 }
 
-// name returns the last component of the node's path.
-func (n *node) name() string {
-	return n.path[strings.LastIndexByte(n.path, '/')+1:]
+// metaKindShift places the kind above the ACL id in node.meta. ACL ids
+// count distinct live ACL lists, each used by at least one node, so they
+// stay far below 1<<30.
+const (
+	metaKindShift = 30
+	metaACLMask   = 1<<metaKindShift - 1
+)
+
+// newNode returns a node of kind k with ACL id acl.
+func newNode(k nodeKind, acl aclID) *node {
+	return &node{meta: uint32(k)<<metaKindShift | uint32(acl)}
 }
+
+func (n *node) kind() nodeKind { return nodeKind(n.meta >> metaKindShift) }
+func (n *node) acl() aclID     { return aclID(n.meta & metaACLMask) }
+
+// setACL replaces the node's ACL id.
+func (n *node) setACL(id aclID) { n.meta = n.meta&^metaACLMask | uint32(id) }
 
 // stat fills st with the client-visible Stat: cversion counts creates and
 // deletes (2*stored - children), and container/TTL owners read as 0.
 func (n *node) stat(st *jute.Stat) {
-	nc := int32(len(n.children))
+	nc := int32(n.kids.len())
 	*st = jute.Stat{
 		Czxid:       n.czxid,
 		Mzxid:       n.mzxid,
@@ -78,9 +93,18 @@ func (n *node) stat(st *jute.Stat) {
 		NumChildren: nc,
 		Pzxid:       n.pzxid,
 	}
-	if n.kind == kindEphemeral {
+	if n.kind() == kindEphemeral {
 		st.EphemeralOwner = n.owner
 	}
+}
+
+// loc says where a node is linked: its parent, the parent's path ("" for
+// the root, ZooKeeper's root alias), its name and its path.
+type loc struct {
+	parent     *node
+	parentPath string
+	name       string
+	path       string
 }
 
 // Tree is the znode tree: the replicated state machine's data. Writes go
@@ -91,14 +115,19 @@ type Tree struct {
 	builtin Authorizer
 
 	// mu guards every field below. Apply and SetConfigNode hold it for
-	// writing, reads and WriteSnapshot for reading. Hooks and watch
-	// callbacks run under it and must not call back into the Tree. Lock
-	// order: the tree lock is taken before any lock a hook or watch
-	// callback takes, never the reverse.
+	// writing, reads for reading, and a snapshot writer (cow.go) for
+	// reading in short stretches. Hooks and watch callbacks run under it
+	// and must not call back into the Tree. Lock order: the tree lock is
+	// taken before any lock a hook or watch callback takes, never the
+	// reverse.
 	mu    sync.RWMutex
 	root  *node
-	nodes map[string]*node // path -> node; "/" is the root (lookup maps "" to it)
+	count int // number of nodes, the root included
 	acls  *aclCache
+	// seed hashes child names (kids.go).
+	seed maphash.Seed
+	// quota caches /zookeeper/quota (quota.go).
+	quota *node
 
 	// ephemerals indexes normal ephemeral nodes by owning session.
 	ephemerals map[int64]map[string]struct{}
@@ -110,6 +139,12 @@ type Tree struct {
 	ephemeralCount int
 	dataSize       int64 // sum of javaLen(path)+len(data) over all nodes
 	quotaWarn      quotaWarnings
+
+	// lastZxid is the highest zxid applied (or, after a restore, the
+	// highest czxid read), and snap the open snapshot's copy-on-write
+	// state, nil when none is open (cow.go).
+	lastZxid int64
+	snap     *snapState
 }
 
 // New returns a fresh tree holding the system nodes of a new ZooKeeper
@@ -121,11 +156,19 @@ func New(cfg Config) *Tree {
 	t.acls.addRef(open)
 	t.acls.addRef(open)
 	read := t.acls.intern(jute.ReadACLUnsafe)
-	t.root = &node{path: rootPath, data: []byte{}, acl: open}
-	t.insert(t.root)
-	t.addSystemChild(&node{path: procPath, data: []byte{}, acl: open})
-	t.addSystemChild(&node{path: quotaPath, data: []byte{}, acl: open})
-	t.addSystemChild(&node{path: configPath, data: []byte{}, acl: read, aversion: -1})
+	t.root = newNode(kindPersistent, open)
+	t.root.data = []byte{}
+	t.insert(t.root, rootPath)
+	for _, sys := range []struct {
+		path     string
+		acl      aclID
+		aversion int32
+	}{{procPath, open, 0}, {quotaPath, open, 0}, {configPath, read, -1}} {
+		n := newNode(kindPersistent, sys.acl)
+		n.data, n.aversion = []byte{}, sys.aversion
+		t.addSystemChild(sys.path, n)
+	}
+	t.quota = t.lookup(quotaPath)
 	return t
 }
 
@@ -134,8 +177,8 @@ func newEmpty(cfg Config) *Tree {
 	return &Tree{
 		cfg:        cfg,
 		builtin:    acl.NewRegistry(acl.Options{}),
-		nodes:      make(map[string]*node),
 		acls:       newACLCache(),
+		seed:       maphash.MakeSeed(),
 		ephemerals: make(map[int64]map[string]struct{}),
 		containers: make(map[string]struct{}),
 		ttls:       make(map[string]struct{}),
@@ -145,90 +188,128 @@ func newEmpty(cfg Config) *Tree {
 // addSystemChild links a system node under its parent without counting a
 // child creation (ZooKeeper builds them that way, hence the negative
 // cversions of / and /zookeeper).
-func (t *Tree) addSystemChild(n *node) {
-	parentPath, _, _ := splitParent(n.path)
-	t.link(t.lookup(parentPath), parentPath, n)
+func (t *Tree) addSystemChild(path string, n *node) {
+	l := t.locate(path)
+	n.name = l.name
+	t.link(l, n)
+}
+
+// locate returns the loc of path (which must have a '/') with its parent
+// looked up; parent is nil when the parent does not exist.
+func (t *Tree) locate(path string) loc {
+	parentPath, name, _ := splitParent(path)
+	return loc{parent: t.lookup(parentPath), parentPath: parentPath, name: name, path: path}
 }
 
 // lookup returns the node at path, treating "" as the root (ZooKeeper keeps
-// the root under both keys), or nil.
+// the root under both keys), or nil. It walks the path from the root, so a
+// path that is not in canonical form ("/a/", "//a", "a") finds nothing.
 func (t *Tree) lookup(path string) *node {
-	if path == "" {
+	if path == "" || path == rootPath {
 		return t.root
 	}
-	return t.nodes[path]
+	if path[0] != '/' {
+		return nil
+	}
+	return t.descend(t.root, path[1:])
 }
 
-// insert adds n to the path index and the per-kind indexes and counters,
-// without linking it to a parent.
-func (t *Tree) insert(n *node) {
-	t.nodes[n.path] = n
-	t.dataSize += int64(javaLen(n.path) + len(n.data))
-	switch n.kind {
+// descend walks rel, a '/'-separated list of names, down from n and returns
+// the node it reaches, or nil.
+func (t *Tree) descend(n *node, rel string) *node {
+	for n != nil {
+		i := strings.IndexByte(rel, '/')
+		if i < 0 {
+			return t.child(n, rel)
+		}
+		n = t.child(n, rel[:i])
+		rel = rel[i+1:]
+	}
+	return nil
+}
+
+// child returns n's child called name, or nil.
+func (t *Tree) child(n *node, name string) *node {
+	return n.kids.get(name, nameHash(t.seed, name))
+}
+
+// insert counts n, at path, in the per-kind indexes and counters, without
+// linking it to a parent.
+func (t *Tree) insert(n *node, path string) {
+	t.count++
+	t.dataSize += int64(javaLen(path) + len(n.data))
+	t.indexKind(n, path)
+}
+
+// indexKind adds n, at path, to the index of its kind, if it has one.
+func (t *Tree) indexKind(n *node, path string) {
+	switch n.kind() {
 	case kindEphemeral:
 		set := t.ephemerals[n.owner]
 		if set == nil {
 			set = make(map[string]struct{})
 			t.ephemerals[n.owner] = set
 		}
-		set[n.path] = struct{}{}
+		set[path] = struct{}{}
 		t.ephemeralCount++
 	case kindContainer:
-		t.containers[n.path] = struct{}{}
+		t.containers[path] = struct{}{}
 	case kindTTL:
-		t.ttls[n.path] = struct{}{}
+		t.ttls[path] = struct{}{}
 	}
 }
 
 // remove undoes insert.
-func (t *Tree) remove(n *node) {
-	delete(t.nodes, n.path)
-	t.dataSize -= int64(javaLen(n.path) + len(n.data))
-	switch n.kind {
+func (t *Tree) remove(n *node, path string) {
+	t.count--
+	t.dataSize -= int64(javaLen(path) + len(n.data))
+	switch n.kind() {
 	case kindEphemeral:
 		if set := t.ephemerals[n.owner]; set != nil {
-			delete(set, n.path)
+			delete(set, path)
 			if len(set) == 0 {
 				delete(t.ephemerals, n.owner)
 			}
 		}
 		t.ephemeralCount--
 	case kindContainer:
-		delete(t.containers, n.path)
+		delete(t.containers, path)
 	case kindTTL:
-		delete(t.ttls, n.path)
+		delete(t.ttls, path)
 	}
 }
 
-// link inserts n and makes it a child of parent (at parentPath), updating
-// the ancestors' descendant counts. Parent stat fields are the caller's job.
-func (t *Tree) link(parent *node, parentPath string, n *node) {
-	if parent.children == nil {
-		parent.children = make(map[string]*node)
+// link inserts n, whose name is l.name, and makes it l.parent's child.
+// Parent stat fields are the caller's job.
+func (t *Tree) link(l loc, n *node) {
+	if l.parent.kids == nil {
+		l.parent.kids = newKids(1)
 	}
-	parent.children[n.name()] = n
-	t.insert(n)
-	t.addDescendants(parent, parentPath, 1)
+	l.parent.kids.add(n, nameHash(t.seed, n.name))
+	t.insert(n, l.path)
 }
 
 // unlink undoes link. n must have no children.
-func (t *Tree) unlink(parent *node, parentPath string, n *node) {
-	delete(parent.children, n.name())
-	if len(parent.children) == 0 {
-		parent.children = nil
+func (t *Tree) unlink(l loc, n *node) {
+	t.noteUnlink(l, n)
+	l.parent.kids.remove(n.name, nameHash(t.seed, n.name))
+	if l.parent.kids.len() == 0 {
+		l.parent.kids = nil
 	}
-	t.remove(n)
-	t.addDescendants(parent, parentPath, -1)
+	t.remove(n, l.path)
 }
 
-// addDescendants adds delta to the descendant count of parent and of every
-// ancestor above it.
-func (t *Tree) addDescendants(parent *node, parentPath string, delta int32) {
-	parent.desc += delta
-	for p := parentPath; p != "" && p != rootPath; {
-		p = p[:strings.LastIndexByte(p, '/')]
-		t.lookup(p).desc += delta
+// subtreeSize returns the number of nodes at and below n and the sum of
+// their data lengths.
+func subtreeSize(n *node) (count, bytes int64) {
+	stack := []*node{n}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = n.kids.appendTo(stack[:len(stack)-1])
+		count++
+		bytes += int64(len(n.data))
 	}
+	return count, bytes
 }
 
 // NodeCount returns the number of znodes including "/". (ZooKeeper's
@@ -236,7 +317,7 @@ func (t *Tree) addDescendants(parent *node, parentPath string, delta int32) {
 func (t *Tree) NodeCount() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return len(t.nodes)
+	return t.count
 }
 
 // EphemeralCount returns the number of normal ephemeral nodes (containers and
@@ -264,7 +345,8 @@ func (t *Tree) ApproximateDataSize() int64 {
 func (t *Tree) SetConfigNode(data []byte, zxid, time int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := t.nodes[configPath]
+	n := t.lookup(configPath)
+	t.touch(n)
 	t.dataSize += int64(len(data) - len(n.data))
 	n.data = data
 	n.version = -1

@@ -1,12 +1,7 @@
 package replication
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 
@@ -184,95 +179,6 @@ func (f *fsm) finishWithoutTree(txn *txnlog.Txn, zxid int64, res *datatree.Resul
 	}
 	f.waiters.trigger(txn.RequestID, Outcome{Zxid: zxid, Result: res})
 }
-
-// snapshotMagic starts every FSM snapshot stream.
-var snapshotMagic = [8]byte{'Z', 'K', 'S', 'D', 'S', 'N', 'A', 'P'}
-
-const snapshotVersion = 1
-
-// Snapshot implements raft.FSM. The state is serialized here, on the FSM
-// goroutine, so the snapshot is exactly the state at its log index; Persist
-// then only writes bytes. (A copy-on-write tree would avoid holding up
-// Apply for the serialization; see docs/architecture.md.)
-func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	f.sinceSnapshot.Store(0)
-	var buf bytes.Buffer
-	if err := f.writeState(&buf); err != nil {
-		return nil, err
-	}
-	return &fsmSnapshot{data: buf.Bytes()}, nil
-}
-
-func (f *fsm) writeState(w io.Writer) error {
-	var table bytes.Buffer
-	if _, err := f.sessions.Load().WriteTo(&table); err != nil {
-		return fmt.Errorf("replication: snapshot sessions: %w", err)
-	}
-	var hdr [8 + 4 + 8 + 8]byte
-	copy(hdr[:8], snapshotMagic[:])
-	binary.BigEndian.PutUint32(hdr[8:], snapshotVersion)
-	binary.BigEndian.PutUint64(hdr[12:], uint64(f.lastZxid.Load()))
-	binary.BigEndian.PutUint64(hdr[20:], uint64(table.Len()))
-	if _, err := w.Write(hdr[:]); err != nil {
-		return err
-	}
-	if _, err := w.Write(table.Bytes()); err != nil {
-		return err
-	}
-	if err := f.tree.Load().WriteSnapshot(w); err != nil {
-		return fmt.Errorf("replication: snapshot tree: %w", err)
-	}
-	return nil
-}
-
-// errBadSnapshot reports a snapshot stream that is not ours or is damaged.
-var errBadSnapshot = errors.New("replication: bad snapshot")
-
-// Restore implements raft.FSM: it loads a snapshot into new structures and
-// swaps them in.
-func (f *fsm) Restore(rc io.ReadCloser) error {
-	defer rc.Close()
-	r := bufio.NewReaderSize(rc, 1<<20)
-	var hdr [28]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return fmt.Errorf("%w: header: %v", errBadSnapshot, err)
-	}
-	if !bytes.Equal(hdr[:8], snapshotMagic[:]) || binary.BigEndian.Uint32(hdr[8:]) != snapshotVersion {
-		return fmt.Errorf("%w: unknown format", errBadSnapshot)
-	}
-	lastZxid := int64(binary.BigEndian.Uint64(hdr[12:]))
-	tableLen := binary.BigEndian.Uint64(hdr[20:])
-	if tableLen > 1<<34 {
-		return fmt.Errorf("%w: session table length %d", errBadSnapshot, tableLen)
-	}
-	table, err := session.ReadTable(io.LimitReader(r, int64(tableLen)))
-	if err != nil {
-		return fmt.Errorf("replication: restore sessions: %w", err)
-	}
-	tree, err := datatree.ReadSnapshot(r, f.treeCfg)
-	if err != nil {
-		return fmt.Errorf("replication: restore tree: %w", err)
-	}
-	f.tree.Store(tree)
-	f.sessions.Store(table)
-	f.lastZxid.Store(lastZxid)
-	if f.observer != nil {
-		f.observer.Restored()
-	}
-	return nil
-}
-
-type fsmSnapshot struct{ data []byte }
-
-func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := sink.Write(s.data); err != nil {
-		sink.Cancel()
-		return fmt.Errorf("replication: persist snapshot: %w", err)
-	}
-	return sink.Close()
-}
-
-func (s *fsmSnapshot) Release() {}
 
 // waiters maps request ids to the channels of their proposers. Every member
 // triggers on apply; only the proposer has registered a waiter.

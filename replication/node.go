@@ -159,12 +159,12 @@ func Open(cfg Config) (*Node, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{
-		cfg:       cfg,
-		log:       logger,
-		waiters:   newWaiters(),
-		applied:   newAppliedIndex(),
-		inflight:  make(chan inflightEntry, 256),
-		stop:      make(chan struct{}),
+		cfg:      cfg,
+		log:      logger,
+		waiters:  newWaiters(),
+		applied:  newAppliedIndex(),
+		inflight: make(chan inflightEntry, 256),
+		stop:     make(chan struct{}),
 	}
 	if cfg.ForwardTimeout <= 0 {
 		n.cfg.ForwardTimeout = 10 * time.Second
@@ -329,9 +329,9 @@ func (n *Node) listenForwarding(self Peer) error {
 func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.ServerID)
-	rc.HeartbeatTimeout = 100 * time.Millisecond
-	rc.ElectionTimeout = 100 * time.Millisecond
-	rc.LeaderLeaseTimeout = 50 * time.Millisecond
+	rc.HeartbeatTimeout = 20 * time.Millisecond
+	rc.ElectionTimeout = 20 * time.Millisecond
+	rc.LeaderLeaseTimeout = 10 * time.Millisecond
 	if len(cfg.Peers) > 0 {
 		tick := max(cfg.TickTime, 50*time.Millisecond)
 		rc.HeartbeatTimeout = tick

@@ -306,7 +306,9 @@ func pipelineRounds(t *testing.T, addr, path string) {
 	set := func(v string) step {
 		return step{op: jute.OpSetData, req: &jute.SetDataRequest{Path: path, Data: []byte(v), Version: -1}}
 	}
-	get := func(want string) step { return step{op: jute.OpGetData, req: &jute.PathWatchRequest{Path: path}, want: want} }
+	get := func(want string) step {
+		return step{op: jute.OpGetData, req: &jute.PathWatchRequest{Path: path}, want: want}
+	}
 	xid := int32(100)
 	for i := 0; i < 30; i++ {
 		a, b := fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)

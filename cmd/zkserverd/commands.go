@@ -9,10 +9,12 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/memtune"
 	"github.com/zkserverd/zkserverd/server"
 )
 
@@ -149,6 +151,10 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 		srv.Close()
 		return err
 	}
+	// The collector's heap target follows the tree's size once serving
+	// (restoring a snapshot is faster with Go's default); GOGC turns it off.
+	tuner := memtune.Start(memtune.Options{IdleAfter: time.Second, Logger: logger})
+	defer tuner.Stop()
 	<-ctx.Done()
 	logger.Info("shutting down")
 	if err := srv.Close(); err != nil {

@@ -1,0 +1,188 @@
+package datatree
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/zkserverd/zkserverd/jute"
+)
+
+// cowPaths is a path universe with a few directories of many children, so
+// that snapshot writers scan large maps while writes change them.
+func cowPaths() []string {
+	var paths []string
+	for d := 0; d < 3; d++ {
+		paths = append(paths, fmt.Sprintf("/d%d", d))
+		for i := 0; i < 60; i++ {
+			paths = append(paths, fmt.Sprintf("/d%d/n%02d", d, i))
+		}
+	}
+	return append(paths, "/d0/n00/x", "/d0/n00/y", "/d1/n01/x", "/q", "/zookeeper/quota/d0", "/zookeeper/quota/d0/zookeeper_limits", "/zookeeper/quota/d0/zookeeper_stats")
+}
+
+// cowGen returns a generator over cowPaths that creates more than it
+// deletes, and the tree after seeding it with n of its txns.
+func cowSetup(t *testing.T, seed uint64, n int) (*Tree, *txnGen, int64) {
+	t.Helper()
+	tree := New(Config{ExtendedTypesEnabled: true, Authorizer: testAuth{}})
+	g := newTxnGen(seed)
+	g.paths = cowPaths()
+	zxid := applyGen(tree, g, 0, n)
+	if tree.NodeCount() < 40 {
+		t.Fatalf("seed %d: only %d nodes", seed, tree.NodeCount())
+	}
+	return tree, g, zxid
+}
+
+// applyGen applies n txns of g after zxid and returns the last zxid.
+func applyGen(tree *Tree, g *txnGen, zxid int64, n int) int64 {
+	for i := 0; i < n; i++ {
+		zxid++
+		txn := g.txn()
+		txn.Time = zxid * 10
+		tree.Apply(txn, zxid, nil)
+	}
+	return zxid
+}
+
+// TestSnapshotCopyOnWrite writes snapshots while txns are applied between
+// every release of the read lock (budget 1: the writer yields after every
+// node and every map entry), and checks each stream is exactly the state at
+// its capture, that it reads back, and that the tree itself is unaffected.
+func TestSnapshotCopyOnWrite(t *testing.T) {
+	for seed := uint64(1); seed <= 12; seed++ {
+		tree, g, zxid := cowSetup(t, seed, 1500)
+		shadow, gs, _ := cowSetup(t, seed, 1500) // same txns, never snapshotted
+		for round := 0; round < 3; round++ {
+			want := snapshotBytes(t, tree)
+			snap, err := tree.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap.budget = 1
+			perPause := 1 + int(seed%3)
+			applied := 0
+			snap.pause = func() {
+				zxid = applyGen(tree, g, zxid, perPause)
+				applied += perPause
+			}
+			var got bytes.Buffer
+			if _, err := snap.WriteTo(&got); err != nil {
+				t.Fatal(err)
+			}
+			snap.Release()
+			if applied < 100 {
+				t.Fatalf("seed %d: only %d txns ran during the write", seed, applied)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Fatalf("seed %d round %d: snapshot differs from the state at its capture", seed, round)
+			}
+			if _, err := ReadSnapshot(bytes.NewReader(got.Bytes()), Config{ExtendedTypesEnabled: true}); err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			applyGen(shadow, gs, zxid-int64(applied), applied)
+			if treeView(tree) != treeView(shadow) || !bytes.Equal(snapshotBytes(t, tree), snapshotBytes(t, shadow)) {
+				t.Fatalf("seed %d round %d: snapshotting changed the tree", seed, round)
+			}
+		}
+	}
+}
+
+// TestSnapshotConcurrentWrites runs the writer and Apply on different
+// goroutines (for the race detector) and checks the stream is the state at
+// the capture and restores to a tree that reads the same.
+func TestSnapshotConcurrentWrites(t *testing.T) {
+	for seed := uint64(20); seed < 24; seed++ {
+		tree, g, zxid := cowSetup(t, seed, 1500)
+		want := snapshotBytes(t, tree)
+		wantView := treeView(tree)
+		snap, err := tree.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.budget = 3
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				zxid = applyGen(tree, g, zxid, 1)
+				tree.GetChildren("/d0", nil, nil)
+			}
+		})
+		var got bytes.Buffer
+		_, err = snap.WriteTo(&got)
+		close(stop)
+		wg.Wait()
+		snap.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("seed %d: snapshot differs from the state at its capture", seed)
+		}
+		restored, err := ReadSnapshot(bytes.NewReader(got.Bytes()), Config{ExtendedTypesEnabled: true, Authorizer: testAuth{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if treeView(restored) != wantView {
+			t.Fatalf("seed %d: restored tree reads differently", seed)
+		}
+	}
+}
+
+func TestSnapshotOneAtATime(t *testing.T) {
+	tree, g, zxid := cowSetup(t, 5, 3000)
+	snap, err := tree.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tree.Snapshot(); !errors.Is(err, ErrSnapshotOpen) {
+		t.Fatalf("second Snapshot: %v", err)
+	}
+	applyGen(tree, g, zxid, 200)
+	// WriteSnapshot still works, under the read lock, with the live state.
+	var live bytes.Buffer
+	if err := tree.WriteSnapshot(&live); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	if !bytes.Equal(live.Bytes(), snapshotBytes(t, tree)) {
+		t.Error("WriteSnapshot during an open snapshot differs")
+	}
+	if _, err := snap.WriteTo(&bytes.Buffer{}); err == nil {
+		t.Error("WriteTo after Release succeeded")
+	}
+	snap.Release()
+	again, err := tree.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Release()
+}
+
+// TestSnapshotWriteError checks a failing writer is reported and that the
+// snapshot can still be released.
+func TestSnapshotWriteError(t *testing.T) {
+	tree, _, _ := cowSetup(t, 6, 3000)
+	snap, err := tree.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	for _, n := range []int{0, 10, 5000} {
+		if _, err := snap.WriteTo(&failWriter{n: n}); err == nil {
+			t.Errorf("limit %d: no error", n)
+		}
+	}
+	if res := tree.Apply(&Txn{Type: jute.OpCreate, Request: &jute.CreateRequest{Path: "/after", ACL: open}}, 1<<40, nil); res.Err != jute.OK {
+		t.Fatal(res.Err)
+	}
+}
