@@ -320,10 +320,14 @@ restart_one() { # target round
   "$ZKB" clean --addr "$(addrs_of "$t")" >>"$LOGS/clean.txt" 2>&1 || true
 }
 
-fresh_start() { # target: restart, untimed, and wait until it serves
+fresh_start() { # target: restart, untimed, and wait until every member serves
+  local i
   stop_target "$1"
   start_target "$1"
-  wait_ready "$1" "$(date +%s%N)" || echo "  $1 did not come back after a restart"
+  for i in $(seq 1 "$MEMBERS"); do
+    "$ZKB" wait --addr "127.0.0.1:${CPORT[$1.$i]}" --timeout 180s >/dev/null ||
+      echo "  $1 member $i did not come back after a restart"
+  done
 }
 
 scenario_one() { # target round scenario
