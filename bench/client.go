@@ -72,18 +72,33 @@ type Conn struct {
 	wbuf []byte
 }
 
-// Dial connects to addr and opens a new session.
-func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
-	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = 30 * time.Second
+// withDefaults fills in the timeouts left zero.
+func (o DialOptions) withDefaults() DialOptions {
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 30 * time.Second
 	}
-	if opts.DialTimeout <= 0 {
-		opts.DialTimeout = 10 * time.Second
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 10 * time.Second
 	}
+	return o
+}
+
+// dialTCP opens the TCP connection of a session.
+func dialTCP(ctx context.Context, addr string, opts DialOptions) (net.Conn, error) {
 	d := net.Dialer{Timeout: opts.DialTimeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("bench: dial %s: %w", addr, err)
+	}
+	return nc, nil
+}
+
+// Dial connects to addr and opens a new session.
+func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
+	opts = opts.withDefaults()
+	nc, err := dialTCP(ctx, addr, opts)
+	if err != nil {
+		return nil, err
 	}
 	br := bufio.NewReaderSize(nc, 64<<10)
 	resp, err := handshake(nc, br, opts)
@@ -359,16 +374,10 @@ func (c *Conn) pingLoop() {
 // closeSession has arrived (or the server closed the connection after it),
 // and the time the ConnectResponse arrived.
 func ConnectCycle(ctx context.Context, addr string, opts DialOptions) (connected time.Time, err error) {
-	if opts.DialTimeout <= 0 {
-		opts.DialTimeout = 10 * time.Second
-	}
-	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = 30 * time.Second
-	}
-	d := net.Dialer{Timeout: opts.DialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	opts = opts.withDefaults()
+	nc, err := dialTCP(ctx, addr, opts)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("bench: dial %s: %w", addr, err)
+		return time.Time{}, err
 	}
 	defer nc.Close()
 	br := bufio.NewReaderSize(nc, 512)
