@@ -138,13 +138,7 @@ func (o *outbox) pushReply(frame []byte, write, direct bool) {
 	frames := o.takeLocked()
 	o.writing = true
 	o.mu.Unlock()
-	err := o.write(frames)
-	o.mu.Lock()
-	o.writing = false
-	if err != nil && o.failed == nil {
-		o.failed = err
-	}
-	o.mu.Unlock()
+	o.writeOwned(frames)
 	// Frames pushed meanwhile, a failure or a close are the writer's.
 	o.signal()
 }
@@ -194,6 +188,19 @@ func (o *outbox) write(frames [][]byte) error {
 	return nil
 }
 
+// writeOwned writes frames while the caller owns the socket (writing is
+// set), then gives the socket up and records a failure for the writer.
+func (o *outbox) writeOwned(frames [][]byte) error {
+	err := o.write(frames)
+	o.mu.Lock()
+	o.writing = false
+	if err != nil && o.failed == nil {
+		o.failed = err
+	}
+	o.mu.Unlock()
+	return err
+}
+
 // writeLoop drains the outbox into nc until the outbox is closed and empty
 // or a write fails.
 func (o *outbox) writeLoop(nc net.Conn, writeTimeout time.Duration, sent func(frames [][]byte)) error {
@@ -206,11 +213,7 @@ func (o *outbox) writeLoop(nc net.Conn, writeTimeout time.Duration, sent func(fr
 			return failed
 		}
 		if len(frames) > 0 {
-			err := o.write(frames)
-			o.mu.Lock()
-			o.writing = false
-			o.mu.Unlock()
-			if err != nil {
+			if err := o.writeOwned(frames); err != nil {
 				return err
 			}
 			continue
