@@ -83,7 +83,8 @@ func (n *Node) flush(batch []proposal) {
 		txns[i] = p.encoded
 		size += len(p.encoded)
 	}
-	n.inflight <- inflightEntry{future: n.commitBatch(txns, size), props: batch}
+	fut, entry := n.commitBatch(batch, txns, size)
+	n.inflight <- inflightEntry{future: fut, props: batch, entry: entry}
 }
 
 // closeQueue refuses further proposals, waits for a flush in progress and

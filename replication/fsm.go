@@ -51,6 +51,7 @@ type fsm struct {
 	observer Observer
 	waiters  *waiters
 	applied  *appliedIndex
+	local    *localEntries // may be nil
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -78,7 +79,7 @@ func (f *fsm) nextZxid(term uint64) int64 {
 // Apply implements raft.FSM. An entry this build cannot decode stops the
 // member (panic) rather than letting it diverge from the others.
 func (f *fsm) Apply(l *raft.Log) interface{} {
-	en, err := txnlog.Decode(l.Data)
+	en, err := f.decodeEntry(l.Data)
 	if err != nil {
 		panic(fmt.Sprintf("replication: undecodable log entry %d: %v", l.Index, err))
 	}
@@ -214,9 +215,10 @@ func (w *waiters) trigger(id uint64, o Outcome) {
 // appliedIndex tracks the last applied raft index and lets callers wait for
 // it to reach a value.
 type appliedIndex struct {
-	mu    sync.Mutex
-	index uint64
-	wake  chan struct{} // closed and replaced on every advance
+	mu      sync.Mutex
+	index   uint64
+	wake    chan struct{} // closed and replaced on an advance after a get
+	watched bool          // wake was handed out by get since it was made
 }
 
 func newAppliedIndex() *appliedIndex { return &appliedIndex{wake: make(chan struct{})} }
@@ -225,8 +227,10 @@ func (a *appliedIndex) set(i uint64) {
 	a.mu.Lock()
 	if i > a.index {
 		a.index = i
-		close(a.wake)
-		a.wake = make(chan struct{})
+		if a.watched {
+			close(a.wake)
+			a.wake, a.watched = make(chan struct{}), false
+		}
 	}
 	a.mu.Unlock()
 }
@@ -235,5 +239,6 @@ func (a *appliedIndex) set(i uint64) {
 func (a *appliedIndex) get() (uint64, <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.watched = true
 	return a.index, a.wake
 }

@@ -102,6 +102,7 @@ const (
 // set, learns whether the entry holding it was committed.
 type proposal struct {
 	encoded []byte
+	txn     *txnlog.Txn // what encoded holds; nil when forwarded by another member
 	id      uint64
 	done    func(error)
 }
@@ -115,6 +116,7 @@ type Node struct {
 	fsm     *fsm
 	waiters *waiters
 	applied *appliedIndex
+	local   *localEntries
 	closers []func() error
 	peers   *peerSet
 	fwd     *forwarder
@@ -141,6 +143,7 @@ type future interface{ Error() error }
 type inflightEntry struct {
 	future future
 	props  []proposal
+	entry  []byte // the log entry built on this member, if any
 }
 
 // Open starts a node, bootstrapping a fresh data directory on first use: a
@@ -163,6 +166,7 @@ func Open(cfg Config) (*Node, error) {
 		log:      logger,
 		waiters:  newWaiters(),
 		applied:  newAppliedIndex(),
+		local:    newLocalEntries(),
 		inflight: make(chan inflightEntry, 256),
 		stop:     make(chan struct{}),
 	}
@@ -173,6 +177,7 @@ func Open(cfg Config) (*Node, error) {
 	n.peers = newPeerSet(cfg.Peers)
 	n.fwd = newForwarder(n)
 	n.fsm = newFSM(cfg.Tree, n.clustered(), cfg.Observer, n.waiters, n.applied)
+	n.fsm.local = n.local
 	if err := n.startRaft(); err != nil {
 		n.closeStores()
 		return nil, err
@@ -485,7 +490,8 @@ func (n *Node) Submit(t *txnlog.Txn) <-chan Outcome {
 		t.Owner = n.cfg.ServerID
 	}
 	ch := n.waiters.register(t.RequestID)
-	n.enqueue(proposal{encoded: txnlog.EncodeTxn(nil, t), id: t.RequestID})
+	local := *t // the caller keeps t; the FSM applies this copy (local.go)
+	n.enqueue(proposal{encoded: txnlog.EncodeTxn(make([]byte, 0, txnlog.SizeHint(t)), t), txn: &local, id: t.RequestID})
 	return ch
 }
 
@@ -493,14 +499,19 @@ func (n *Node) Submit(t *txnlog.Txn) <-chan Outcome {
 // wants to know the id of before Submit (Submit assigns one otherwise).
 func (n *Node) NewRequestID() uint64 { return n.nextID.Add(1) }
 
-// commitBatch appends a batch to the log (leader) or forwards it (follower).
-func (n *Node) commitBatch(txns [][]byte, size int) future {
+// commitBatch appends a batch to the log (leader) or forwards it
+// (follower). It returns the entry it appended, if any.
+func (n *Node) commitBatch(batch []proposal, txns [][]byte, size int) (future, []byte) {
 	if !n.clustered() || n.IsLeader() {
-		entry := txnlog.AssembleEntry(make([]byte, 0, size+16), time.Now().UnixMilli(), txns)
+		now := time.Now().UnixMilli()
+		entry := txnlog.AssembleEntry(make([]byte, 0, size+16), now, txns)
 		n.entrySizes.record(len(entry))
-		return n.raft.Apply(entry, 0)
+		if en := localEntry(batch, now); en != nil {
+			n.local.put(entry, en)
+		}
+		return n.raft.Apply(entry, 0), entry
 	}
-	return &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(txns))}
+	return &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(txns))}, nil
 }
 
 // enqueueForwarded puts transactions forwarded by another member into this
@@ -540,6 +551,7 @@ func (n *Node) collectLoop() {
 		err := e.future.Error()
 		if err != nil {
 			n.log.Warn("writes not committed", "err", err, "txns", len(e.props))
+			n.local.take(e.entry) // not applied here (it may be later, decoded)
 		}
 		for _, p := range e.props {
 			if p.done != nil {

@@ -120,3 +120,27 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestSizeHintIsExactForCommonTxns(t *testing.T) {
+	ids := []jute.ID{{Scheme: "digest", ID: "alice:x"}, {Scheme: "ip", ID: "127.0.0.1"}}
+	acl := []jute.ACL{{Perms: 31, ID: jute.ID{Scheme: "world", ID: "anyone"}}}
+	tests := []struct {
+		name string
+		req  jute.Record
+		op   jute.OpCode
+	}{
+		{"setData", &jute.SetDataRequest{Path: "/a/b", Data: make([]byte, 1000), Version: -1}, jute.OpSetData},
+		{"create", &jute.CreateRequest{Path: "/a/c", Data: []byte("x"), ACL: acl, Flags: 2}, jute.OpCreate},
+		{"createTTL", &jute.CreateTTLRequest{Path: "/t", Data: nil, ACL: acl, TTL: 5}, jute.OpCreateTTL},
+		{"delete", &jute.DeleteRequest{Path: "/a/b", Version: 3}, jute.OpDelete},
+		{"closeSession", nil, jute.OpCloseSession},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			txn := &Txn{RequestID: 7, Owner: 1, Tree: datatree.Txn{Type: tc.op, SessionID: 9, Request: tc.req, IDs: ids}}
+			if got, want := SizeHint(txn), len(EncodeTxn(nil, txn)); got != want {
+				t.Fatalf("SizeHint = %d, encoded size %d", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,95 @@
+package replication
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/zkserverd/zkserverd/txnlog"
+)
+
+// localEntries remembers, on the member that built a log entry, the
+// transactions it packed into it, so that the FSM applies them without
+// decoding the entry it has just encoded. Raft hands the FSM the very slice
+// the leader passed to Apply, so an entry is known by its first byte's
+// address; an entry read back from the log (a follower's, a replay after a
+// restart) is not found and is decoded. The collector drops the entries of
+// batches that failed. mu guards m.
+type localEntries struct {
+	mu    sync.Mutex
+	m     map[*byte]*txnlog.Entry
+	taken int // entries found by take
+}
+
+func newLocalEntries() *localEntries {
+	return &localEntries{m: make(map[*byte]*txnlog.Entry)}
+}
+
+func entryKey(data []byte) *byte {
+	if len(data) == 0 {
+		return nil
+	}
+	return unsafe.SliceData(data)
+}
+
+func (l *localEntries) put(data []byte, en *txnlog.Entry) {
+	l.mu.Lock()
+	l.m[entryKey(data)] = en
+	l.mu.Unlock()
+}
+
+// take removes and returns the transactions built into data, or nil.
+func (l *localEntries) take(data []byte) *txnlog.Entry {
+	k := entryKey(data)
+	if k == nil {
+		return nil
+	}
+	l.mu.Lock()
+	en, ok := l.m[k]
+	if ok {
+		delete(l.m, k)
+		l.taken++
+	}
+	l.mu.Unlock()
+	return en
+}
+
+// localEntry returns the transactions of batch as the FSM would decode them
+// from an entry written at time, or nil when a proposal of batch was
+// forwarded by another member (only its encoding is here).
+func localEntry(batch []proposal, time int64) *txnlog.Entry {
+	en := &txnlog.Entry{Time: time, Txns: make([]*txnlog.Txn, len(batch))}
+	for i, p := range batch {
+		if p.txn == nil {
+			return nil
+		}
+		t := *p.txn
+		t.Tree.Time = time
+		en.Txns[i] = &t
+	}
+	return en
+}
+
+// decodeEntry returns the transactions of a log entry: the ones this member
+// packed into it when it built it, else the decoded entry. Test binaries
+// decode every entry and compare, so that a transaction whose in-memory form
+// differs from its encoding's fails loudly instead of diverging members.
+func (f *fsm) decodeEntry(data []byte) (*txnlog.Entry, error) {
+	var local *txnlog.Entry
+	if f.local != nil {
+		local = f.local.take(data)
+	}
+	if local != nil && !testing.Testing() {
+		return local, nil
+	}
+	en, err := txnlog.Decode(data)
+	if err != nil || local == nil {
+		return en, err
+	}
+	if !reflect.DeepEqual(en, local) {
+		panic(fmt.Sprintf("replication: a local entry differs from its encoding:\nlocal   %+v\ndecoded %+v", local, en))
+	}
+	return local, nil
+}
