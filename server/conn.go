@@ -504,7 +504,13 @@ func (c *conn) completeLoop() {
 // no longer than the connection lives. A write committed by the leader but
 // not applied here (this member was cut off or removed) ends the connection
 // instead of holding it forever: for the client that is a ConnectionLoss.
+// Under load the outcome is usually there already, and no timer is armed.
 func (c *conn) awaitOutcome(p *pending) (replication.Outcome, bool) {
+	select {
+	case o := <-p.outcome:
+		return o, true
+	default:
+	}
 	timer := time.NewTimer(c.writeTimeout())
 	defer timer.Stop()
 	select {

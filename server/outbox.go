@@ -41,6 +41,7 @@ type outbox struct {
 	writeTimeout time.Duration
 	sent         func(frames [][]byte)
 	failed       error
+	deadline     time.Time // the socket's write deadline; the owner's
 }
 
 type heldFrame struct {
@@ -178,7 +179,7 @@ func (o *outbox) take() (frames [][]byte, busy, closed bool, failed error) {
 // writeTimeout fails (half-open or stuck client).
 func (o *outbox) write(frames [][]byte) error {
 	if o.writeTimeout > 0 {
-		o.nc.SetWriteDeadline(time.Now().Add(o.writeTimeout))
+		o.extendDeadline(time.Now())
 	}
 	bufs := net.Buffers(append([][]byte(nil), frames...))
 	if _, err := bufs.WriteTo(o.nc); err != nil {
@@ -186,6 +187,18 @@ func (o *outbox) write(frames [][]byte) error {
 	}
 	o.sent(frames)
 	return nil
+}
+
+// extendDeadline moves the socket's write deadline to writeTimeout from now
+// when less than half of it is left: a stuck write fails after between half
+// and all of writeTimeout, and a busy connection does not pay for a
+// deadline change on every write. Called by the socket's owner.
+func (o *outbox) extendDeadline(now time.Time) {
+	if now.Add(o.writeTimeout / 2).Before(o.deadline) {
+		return
+	}
+	o.deadline = now.Add(o.writeTimeout)
+	o.nc.SetWriteDeadline(o.deadline)
 }
 
 // writeOwned writes frames while the caller owns the socket (writing is
