@@ -320,13 +320,26 @@ restart_one() { # target round
   "$ZKB" clean --addr "$(addrs_of "$t")" >>"$LOGS/clean.txt" 2>&1 || true
 }
 
-fresh_start() { # target: restart, untimed, and wait until every member serves
+fresh_start() { # target: restart on empty data directories, untimed, and wait until every member serves
   local i
   stop_target "$1"
+  wipe_data "$1"
   start_target "$1"
   for i in $(seq 1 "$MEMBERS"); do
     "$ZKB" wait --addr "127.0.0.1:${CPORT[$1.$i]}" --timeout 180s >/dev/null ||
       echo "  $1 member $i did not come back after a restart"
+  done
+}
+
+# wipe_data empties a stopped target's data directories (myid stays).
+# Earlier runs' data is cleaned from the tree but stays in the logs and
+# snapshots: ZooKeeper purges none by default, and a run with --znodes
+# 1000000 left gigabytes of them.
+wipe_data() { # target
+  local i d
+  for i in $(seq 1 "$MEMBERS"); do
+    d=$OUT/$1/$i/data
+    find "$d" -mindepth 1 -maxdepth 1 ! -name myid -exec rm -rf {} +
   done
 }
 
