@@ -58,16 +58,16 @@ func (l *localEntries) take(data []byte) *txnlog.Entry {
 
 // localEntry returns the transactions of batch as the FSM would decode them
 // from an entry written at time, or nil when a proposal of batch was
-// forwarded by another member (only its encoding is here).
+// forwarded by another member (only its encoding is here). It sets the
+// time of the proposals' transactions, which are Submit's private copies.
 func localEntry(batch []proposal, time int64) *txnlog.Entry {
 	en := &txnlog.Entry{Time: time, Txns: make([]*txnlog.Txn, len(batch))}
 	for i, p := range batch {
 		if p.txn == nil {
 			return nil
 		}
-		t := *p.txn
-		t.Tree.Time = time
-		en.Txns[i] = &t
+		p.txn.Tree.Time = time
+		en.Txns[i] = p.txn
 	}
 	return en
 }

@@ -17,8 +17,10 @@ func TestLocalEntriesAreTakenOnApply(t *testing.T) {
 	n := openNode(t, t.TempDir(), true)
 	defer n.Close()
 	var chans []<-chan Outcome
+	var txns []*txnlog.Txn
 	for i := range 200 {
-		chans = append(chans, n.Submit(createTxn(fmt.Sprintf("/l%d", i))))
+		txns = append(txns, createTxn(fmt.Sprintf("/l%d", i)))
+		chans = append(chans, n.Submit(txns[i]))
 	}
 	for _, ch := range chans {
 		if o := await(t, ch); o.Err != nil || o.Result.Err != jute.OK {
@@ -30,6 +32,11 @@ func TestLocalEntriesAreTakenOnApply(t *testing.T) {
 	n.local.mu.Unlock()
 	if left != 0 || taken == 0 {
 		t.Fatalf("%d local entries left after every write was applied, %d taken", left, taken)
+	}
+	for _, txn := range txns {
+		if txn.Tree.Time != 0 {
+			t.Fatal("the FSM's copy of a transaction is the proposer's own")
+		}
 	}
 
 	l := newLocalEntries()
@@ -53,11 +60,8 @@ func TestLocalEntryNeedsEveryTxn(t *testing.T) {
 		t.Fatalf("a batch with a forwarded txn gave a local entry: %+v", en)
 	}
 	en := localEntry(batch[:1], 5)
-	if en == nil || len(en.Txns) != 1 || en.Txns[0].Tree.Time != 5 || en.Txns[0] == txn {
-		t.Fatalf("localEntry = %+v: want a copy of the txn with the entry's time", en)
-	}
-	if txn.Tree.Time != 0 {
-		t.Fatal("localEntry changed the proposer's txn")
+	if en == nil || len(en.Txns) != 1 || en.Txns[0] != txn || txn.Tree.Time != 5 {
+		t.Fatalf("localEntry = %+v: want the proposal's txn with the entry's time", en)
 	}
 }
 
