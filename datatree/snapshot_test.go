@@ -326,10 +326,7 @@ func encodeV1(lists [][]jute.ACL, nodes []v1Rec) []byte {
 	}
 	s.u64(uint64(len(nodes)))
 	for _, r := range nodes {
-		s.str(r.path)
-		s.bytes([]byte{})
-		s.stat(&node{owner: r.owner})
-		s.buf[len(s.buf)-1] = byte(r.kind) // any byte, even an unknown kind
+		writeTestNode(s, r.path, r.owner, r.kind)
 		s.u32(r.acl)
 	}
 	s.finish()
@@ -395,6 +392,16 @@ type v2Rec struct {
 	list  []jute.ACL // the ACL list, when this record introduces it
 }
 
+// writeTestNode writes the part of a node record both versions share: its
+// name or path, empty data and a stat whose last byte is kind (any byte,
+// even an unknown kind).
+func writeTestNode(s *snapWriter, name string, owner int64, kind nodeKind) {
+	s.str(name)
+	s.bytes([]byte{})
+	s.stat(&node{owner: owner})
+	s.buf[len(s.buf)-1] = byte(kind)
+}
+
 // encodeV2 builds a well-checksummed version 2 stream claiming count
 // nodes.
 func encodeV2(count uint64, nodes []v2Rec) []byte {
@@ -402,10 +409,7 @@ func encodeV2(count uint64, nodes []v2Rec) []byte {
 	s := newSnapWriter(&b)
 	s.header(count)
 	for _, r := range nodes {
-		s.str(r.name)
-		s.bytes([]byte{})
-		s.stat(&node{owner: r.owner})
-		s.buf[len(s.buf)-1] = byte(r.kind) // any byte, even an unknown kind
+		writeTestNode(s, r.name, r.owner, r.kind)
 		s.u32(r.kids)
 		s.u32(r.acl)
 		if r.list != nil {

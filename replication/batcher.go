@@ -77,13 +77,7 @@ func (q *proposalQueue) takeBatch() []proposal {
 // flush appends one batch to the log (or forwards it) and hands its future
 // to the collector.
 func (n *Node) flush(batch []proposal) {
-	txns := make([][]byte, len(batch))
-	size := 0
-	for i, p := range batch {
-		txns[i] = p.encoded
-		size += len(p.encoded)
-	}
-	fut, entry := n.commitBatch(batch, txns, size)
+	fut, entry := n.commitBatch(batch)
 	n.inflight <- inflightEntry{future: fut, props: batch, entry: entry}
 }
 

@@ -51,13 +51,14 @@ type fsm struct {
 	observer Observer
 	waiters  *waiters
 	applied  *appliedIndex
-	local    *localEntries // may be nil
+	local    *localEntries // entries this member built (local.go)
 }
 
 var _ raft.FSM = (*fsm)(nil)
 
 func newFSM(treeCfg datatree.Config, epochFromTerm bool, obs Observer, w *waiters, a *appliedIndex) *fsm {
-	f := &fsm{treeCfg: treeCfg, epochFromTerm: epochFromTerm, observer: obs, waiters: w, applied: a}
+	f := &fsm{treeCfg: treeCfg, epochFromTerm: epochFromTerm, observer: obs, waiters: w, applied: a,
+		local: newLocalEntries()}
 	f.tree.Store(datatree.New(treeCfg))
 	f.sessions.Store(session.NewTable())
 	return f

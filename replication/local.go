@@ -77,10 +77,7 @@ func localEntry(batch []proposal, time int64) *txnlog.Entry {
 // decode every entry and compare, so that a transaction whose in-memory form
 // differs from its encoding's fails loudly instead of diverging members.
 func (f *fsm) decodeEntry(data []byte) (*txnlog.Entry, error) {
-	var local *txnlog.Entry
-	if f.local != nil {
-		local = f.local.take(data)
-	}
+	local := f.local.take(data)
 	if local != nil && !testing.Testing() {
 		return local, nil
 	}

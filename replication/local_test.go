@@ -27,9 +27,9 @@ func TestLocalEntriesAreTakenOnApply(t *testing.T) {
 			t.Fatalf("write failed: %+v", o)
 		}
 	}
-	n.local.mu.Lock()
-	left, taken := len(n.local.m), n.local.taken
-	n.local.mu.Unlock()
+	n.fsm.local.mu.Lock()
+	left, taken := len(n.fsm.local.m), n.fsm.local.taken
+	n.fsm.local.mu.Unlock()
 	if left != 0 || taken == 0 {
 		t.Fatalf("%d local entries left after every write was applied, %d taken", left, taken)
 	}
@@ -70,7 +70,6 @@ func TestLocalEntryNeedsEveryTxn(t *testing.T) {
 // FSM instead of being applied.
 func TestLocalEntryDifferingFromItsEncodingPanics(t *testing.T) {
 	f := newTestFSM()
-	f.local = newLocalEntries()
 	encoded := &txnlog.Entry{Time: 7, Txns: []*txnlog.Txn{createTxn("/real")}}
 	data := encoded.Encode(nil)
 	other := &txnlog.Entry{Time: 7, Txns: []*txnlog.Txn{createTxn("/other")}}

@@ -116,7 +116,6 @@ type Node struct {
 	fsm     *fsm
 	waiters *waiters
 	applied *appliedIndex
-	local   *localEntries
 	closers []func() error
 	peers   *peerSet
 	fwd     *forwarder
@@ -166,7 +165,6 @@ func Open(cfg Config) (*Node, error) {
 		log:      logger,
 		waiters:  newWaiters(),
 		applied:  newAppliedIndex(),
-		local:    newLocalEntries(),
 		inflight: make(chan inflightEntry, 256),
 		stop:     make(chan struct{}),
 	}
@@ -177,7 +175,6 @@ func Open(cfg Config) (*Node, error) {
 	n.peers = newPeerSet(cfg.Peers)
 	n.fwd = newForwarder(n)
 	n.fsm = newFSM(cfg.Tree, n.clustered(), cfg.Observer, n.waiters, n.applied)
-	n.fsm.local = n.local
 	if err := n.startRaft(); err != nil {
 		n.closeStores()
 		return nil, err
@@ -501,13 +498,19 @@ func (n *Node) NewRequestID() uint64 { return n.nextID.Add(1) }
 
 // commitBatch appends a batch to the log (leader) or forwards it
 // (follower). It returns the entry it appended, if any.
-func (n *Node) commitBatch(batch []proposal, txns [][]byte, size int) (future, []byte) {
+func (n *Node) commitBatch(batch []proposal) (future, []byte) {
+	txns := make([][]byte, len(batch))
+	size := 0
+	for i, p := range batch {
+		txns[i] = p.encoded
+		size += len(p.encoded)
+	}
 	if !n.clustered() || n.IsLeader() {
 		now := time.Now().UnixMilli()
 		entry := txnlog.AssembleEntry(make([]byte, 0, size+16), now, txns)
 		n.entrySizes.record(len(entry))
 		if en := localEntry(batch, now); en != nil {
-			n.local.put(entry, en)
+			n.fsm.local.put(entry, en)
 		}
 		return n.raft.Apply(entry, 0), entry
 	}
@@ -551,7 +554,7 @@ func (n *Node) collectLoop() {
 		err := e.future.Error()
 		if err != nil {
 			n.log.Warn("writes not committed", "err", err, "txns", len(e.props))
-			n.local.take(e.entry) // not applied here (it may be later, decoded)
+			n.fsm.local.take(e.entry) // not applied here (it may be later, decoded)
 		}
 		for _, p := range e.props {
 			if p.done != nil {
