@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,9 @@ type fsm struct {
 	waiters  *waiters
 	applied  *appliedIndex
 	local    *localEntries // entries this member built (local.go)
+	// durable, when set, holds Apply back until the member's own log is
+	// on disk past the entry (leadersync.go, rule 2).
+	durable *leaderSync
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -79,7 +83,18 @@ func (f *fsm) nextZxid(term uint64) int64 {
 
 // Apply implements raft.FSM. An entry this build cannot decode stops the
 // member (panic) rather than letting it diverge from the others.
+//
+// With a deferred-sync log it first waits until the entry is on this
+// member's disk; a failed fsync stops the member (panic), as ZooKeeper
+// exits when it cannot write its log.
 func (f *fsm) Apply(l *raft.Log) interface{} {
+	if f.durable != nil {
+		if err := f.durable.waitSynced(l.Index); errors.Is(err, errSyncClosed) {
+			return nil // closing: the entry stays in the log
+		} else if err != nil {
+			panic(fmt.Sprintf("replication: log entry %d not on disk: %v", l.Index, err))
+		}
+	}
 	en, err := f.decodeEntry(l.Data)
 	if err != nil {
 		panic(fmt.Sprintf("replication: undecodable log entry %d: %v", l.Index, err))

@@ -21,6 +21,7 @@ import (
 	walfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 	"go.etcd.io/bbolt"
 
 	"github.com/zkserverd/zkserverd/datatree"
@@ -88,6 +89,9 @@ type Config struct {
 	Join bool
 	// Logger receives structured logs (nil: discarded).
 	Logger *slog.Logger
+
+	// vfs replaces the WAL's file system (tests inject failures).
+	vfs types.VFS
 }
 
 // maxBatchTxns and maxBatchBytes bound one log entry built by the batcher.
@@ -117,6 +121,8 @@ type Node struct {
 	waiters *waiters
 	applied *appliedIndex
 	closers []func() error
+	lsync   *leaderSync               // the WAL's deferred leader fsyncs (nil without WAL and forceSync)
+	running atomic.Pointer[raft.Raft] // raft once NewRaft returned (read by raft's own goroutines)
 	peers   *peerSet
 	fwd     *forwarder
 	health  peerHealth
@@ -252,6 +258,7 @@ func (n *Node) startRaft() error {
 	}
 	n.raft = r
 	n.logs = logs
+	n.running.Store(r)
 	return nil
 }
 
@@ -272,6 +279,9 @@ func (n *Node) transport(rc *raft.Config) (raft.Transport, raft.Configuration, e
 	trans, err := n.raftTransport(rc, self)
 	if err != nil {
 		return nil, raft.Configuration{}, err
+	}
+	if n.lsync != nil {
+		trans = newSyncCapTransport(trans, n.lsync.syncedIndex)
 	}
 	if err := n.listenForwarding(self); err != nil {
 		return nil, raft.Configuration{}, err
@@ -383,22 +393,15 @@ func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raf
 		}
 		// The WAL does not close its metadata database itself; it is ours
 		// to close after the WAL (closers run in reverse order).
-		meta := &metadb.BoltMetaDB{}
-		n.closers = append(n.closers, meta.Close)
-		filer := segment.NewFiler(walDir, walfs.New())
-		if !n.cfg.ForceSync {
-			filer = segment.NewFiler(walDir, noSyncFS{walfs.New()})
-		}
-		store, err := wal.Open(walDir, wal.WithMetaStore(meta), wal.WithSegmentFiler(filer))
+		logs, stable, err := n.openWAL(walDir)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("replication: open log store: %w", err)
+			return nil, nil, nil, err
 		}
-		n.closers = append(n.closers, store.Close)
 		snaps, err := raft.NewFileSnapshotStoreWithLogger(snapDir, 2, rc.Logger)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("replication: open snapshot store: %w", err)
 		}
-		return store, store, snaps, nil
+		return logs, stable, snaps, nil
 	}
 	// The freelist is not written on every commit (it is rebuilt on open):
 	// with a log that grows and is compacted, syncing it makes every commit
@@ -417,6 +420,43 @@ func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raf
 		return nil, nil, nil, fmt.Errorf("replication: open snapshot store: %w", err)
 	}
 	return store, store, snaps, nil
+}
+
+// openWAL opens the raft-wal log store in walDir. With forceSync it runs
+// behind leaderSync (leadersync.go), which lets a leader replicate entries
+// while it fsyncs them; without, its files are never synced.
+func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
+	// The WAL does not close its metadata database itself; it is ours
+	// to close after the WAL (closers run in reverse order).
+	bolt := &metadb.BoltMetaDB{}
+	n.closers = append(n.closers, bolt.Close)
+	var meta types.MetaStore = bolt
+	vfs := n.cfg.vfs
+	if vfs == nil {
+		vfs = walfs.New()
+	}
+	if n.cfg.ForceSync {
+		n.lsync = newLeaderSync()
+		n.closers = append(n.closers, n.lsync.close)
+		vfs, meta = syncFS{VFS: vfs, sync: n.lsync}, syncMeta{MetaStore: bolt, sync: n.lsync}
+	} else {
+		vfs = noSyncFS{vfs}
+	}
+	store, err := wal.Open(walDir, wal.WithMetaStore(meta), wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("replication: open log store: %w", err)
+	}
+	n.closers = append(n.closers, store.Close)
+	if n.lsync == nil {
+		return store, store, nil
+	}
+	last, err := store.LastIndex()
+	if err != nil {
+		return nil, nil, fmt.Errorf("replication: open log store: %w", err)
+	}
+	n.lsync.setSynced(last) // syncFS synced the tail it reopened
+	n.fsm.durable = n.lsync
+	return &syncedLogStore{LogStore: store, sync: n.lsync, leading: n.leadingNow}, store, nil
 }
 
 // chooseLogStore decides which log store to open in logDir. A data
@@ -733,6 +773,13 @@ func (n *Node) Sessions() *session.Table { return n.fsm.sessions.Load() }
 
 // LastZxid returns the zxid of the last applied transaction.
 func (n *Node) LastZxid() int64 { return n.fsm.lastZxid.Load() }
+
+// leadingNow reports whether raft runs and leads; unlike IsLeader it may
+// be called while raft is being created.
+func (n *Node) leadingNow() bool {
+	r := n.running.Load()
+	return r != nil && r.State() == raft.Leader
+}
 
 // IsLeader reports whether this member currently leads.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
