@@ -288,6 +288,9 @@ run_one() {
   local t=$1 r=$2 name=$3
   shift 3
   local base="r$r-$name-$t" profile=()
+  # A member that lost its leader during the previous run (ZooKeeper's
+  # ensemble sometimes re-elects under load) must serve again first.
+  wait_members "$t" 60s "not serving before $name"
   if [ "$PROFILE" = 1 ] && [ "$t" = zkserverd ]; then
     profile=(--pprof "$(pprof_urls_of "$t")" --profile-dir "$OUT/profiles/r$r")
   fi
@@ -320,15 +323,20 @@ restart_one() { # target round
   "$ZKB" clean --addr "$(addrs_of "$t")" >>"$LOGS/clean.txt" 2>&1 || true
 }
 
-fresh_start() { # target: restart on empty data directories, untimed, and wait until every member serves
+# wait_members target timeout message: wait until every member serves a read.
+wait_members() {
   local i
+  for i in $(seq 1 "$MEMBERS"); do
+    "$ZKB" wait --addr "127.0.0.1:${CPORT[$1.$i]}" --timeout "$2" >/dev/null ||
+      echo "  $1 member $i $3"
+  done
+}
+
+fresh_start() { # target: restart on empty data directories, untimed, and wait until every member serves
   stop_target "$1"
   wipe_data "$1"
   start_target "$1"
-  for i in $(seq 1 "$MEMBERS"); do
-    "$ZKB" wait --addr "127.0.0.1:${CPORT[$1.$i]}" --timeout 180s >/dev/null ||
-      echo "  $1 member $i did not come back after a restart"
-  done
+  wait_members "$1" 180s "did not come back after a restart"
 }
 
 # wipe_data empties a stopped target's data directories (myid stays).
@@ -350,6 +358,7 @@ scenario_one() { # target round scenario
     latency-set) run_one "$t" "$r" "$s" --workload set --sessions 1 --inflight 1 ;;
     latency-set-leader | latency-set-follower)
       local addr
+      wait_members "$t" 60s "not serving before $s"
       if ! addr=$(member_addr "$t" "${s#latency-set-}"); then
         echo "  $s $t: no ${s#latency-set-} found (srvr)"
         return 0
