@@ -310,7 +310,7 @@ func (c *conn) bindSession(sid int64, timeout int32) {
 
 func (c *conn) sendConnectResponse(req *jute.ConnectRequest, timeout int32, sid int64, passwd []byte) {
 	resp := jute.ConnectResponse{TimeOut: timeout, SessionID: sid, Passwd: passwd, HasReadOnly: req.HasReadOnly}
-	c.out.push(jute.AppendFrame(nil, &resp), false)
+	c.out.push(jute.AppendFrame(nil, &resp))
 }
 
 // readLoop reads request frames until the client goes away, a request ends
@@ -366,9 +366,23 @@ func (c *conn) enqueue(p *pending) {
 func replyFrame(xid int32, zxid int64, err jute.Code, body jute.Record) []byte {
 	h := jute.ReplyHeader{Xid: xid, Zxid: zxid, Err: err}
 	if err != jute.OK || body == nil {
-		return jute.AppendFrame(nil, &h)
+		return jute.AppendFrame(make([]byte, 0, replyHeaderSize), &h)
 	}
-	return jute.AppendFrame(nil, &h, body)
+	return jute.AppendFrame(make([]byte, 0, replySizeHint(body)), &h, body)
+}
+
+// replyHeaderSize is the size of a header-only reply frame: the frame
+// length, xid, zxid and err.
+const replyHeaderSize = 4 + 4 + 8 + 4
+
+// replySizeHint guesses the encoded size of a reply frame carrying body:
+// exact for getData, the answer of most reads; a small frame otherwise
+// (appending grows it when needed).
+func replySizeHint(body jute.Record) int {
+	if r, ok := body.(*jute.GetDataResponse); ok {
+		return replyHeaderSize + 4 + len(r.Data) + jute.StatSize
+	}
+	return replyHeaderSize + 128
 }
 
 // handle decodes one request frame and puts it in the pipeline. It returns

@@ -48,7 +48,7 @@ func (c *conn) runFourLetterWord(cmd string) {
 	} else {
 		c.s.fourLetter(cmd, &b, c)
 	}
-	c.out.push([]byte(b.String()), false)
+	c.out.push([]byte(b.String()))
 }
 
 // fourLetter renders one command. self is the asking connection (stmk reads

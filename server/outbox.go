@@ -3,12 +3,15 @@ package server
 import (
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
-// outbox is a connection's outbound frame queue, written by the writer
-// goroutine. Replies and notifications share it, so their order on the wire
-// is the order they were pushed. Guarded by mu.
+// outbox is a connection's outbound frame queue, written to the socket by
+// whichever goroutine owns it: the writer, the completer writing a reply
+// directly, or a flusher writing notifications (flush.go). Replies and
+// notifications share it, so their order on the wire is the order they
+// were pushed. Guarded by mu.
 //
 // It also keeps ZooKeeper's per-connection order between this connection's
 // write replies and notifications: a notification caused by a transaction
@@ -42,6 +45,14 @@ type outbox struct {
 	sent         func(frames [][]byte)
 	failed       error
 	deadline     time.Time // the socket's write deadline; the owner's
+
+	// raw writes to nc's descriptor without waiting, when nc has one (set
+	// with nc): the flusher's way to the socket. flushPending is true
+	// while the outbox waits in the flusher's queue.
+	raw          *rawWriter
+	bufs         [][]byte // the owner's copy of the frames being written
+	spare        [][]byte // a written slice of frames, emptied, for the queue to reuse
+	flushPending bool
 }
 
 type heldFrame struct {
@@ -60,29 +71,41 @@ func (o *outbox) signal() {
 	}
 }
 
-// push queues a frame. A notification (event) is refused when the queue
-// already holds more than limit bytes: the caller then drops the slow
-// client instead of blocking the apply path.
-func (o *outbox) push(frame []byte, event bool) bool {
+// push queues a frame that is not a notification and wakes the writer.
+func (o *outbox) push(frame []byte) {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
-		return true
-	}
-	if event && o.bytes+o.heldBytes > o.limit {
-		o.mu.Unlock()
-		return false
-	}
-	if event && o.applied > o.answered {
-		o.held = append(o.held, heldFrame{frame: frame, need: o.applied})
-		o.heldBytes += len(frame)
-		o.mu.Unlock()
-		return true
+		return
 	}
 	o.appendLocked(frame)
 	o.mu.Unlock()
 	o.signal()
-	return true
+}
+
+// pushEvent queues a notification without waking the writer. It is refused
+// (ok false) when the queue already holds more than limit bytes: the caller
+// then drops the slow client instead of blocking the apply path. flush is
+// true when the frame is queued for the socket and the outbox is not yet
+// waiting for a flush: the caller must then hand the outbox to the
+// flusher, which writes it or wakes the writer.
+func (o *outbox) pushEvent(frame []byte) (ok, flush bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case o.closed:
+		return true, false
+	case o.bytes+o.heldBytes > o.limit:
+		return false, false
+	case o.applied > o.answered:
+		o.held = append(o.held, heldFrame{frame: frame, need: o.applied})
+		o.heldBytes += len(frame)
+		return true, false
+	}
+	o.appendLocked(frame)
+	flush = !o.flushPending
+	o.flushPending = true
+	return true, flush
 }
 
 func (o *outbox) appendLocked(frame []byte) {
@@ -153,10 +176,11 @@ func (o *outbox) close() {
 	o.signal()
 }
 
-// takeLocked removes and returns every queued frame.
+// takeLocked removes and returns every queued frame. The queue goes on in
+// the spare slice, if the last owner gave one back.
 func (o *outbox) takeLocked() [][]byte {
 	frames := o.frames
-	o.frames = nil
+	o.frames, o.spare = o.spare, nil
 	o.bytes = 0
 	return frames
 }
@@ -181,8 +205,13 @@ func (o *outbox) write(frames [][]byte) error {
 	if o.writeTimeout > 0 {
 		o.extendDeadline(time.Now())
 	}
-	bufs := net.Buffers(append([][]byte(nil), frames...))
-	if _, err := bufs.WriteTo(o.nc); err != nil {
+	// WriteTo consumes its slice; the copy is the owner's, kept between
+	// writes.
+	o.bufs = append(o.bufs[:0], frames...)
+	bufs := net.Buffers(o.bufs)
+	_, err := bufs.WriteTo(o.nc)
+	clear(o.bufs)
+	if err != nil {
 		return err
 	}
 	o.sent(frames)
@@ -201,12 +230,26 @@ func (o *outbox) extendDeadline(now time.Time) {
 	o.nc.SetWriteDeadline(o.deadline)
 }
 
+// giveBackLocked keeps the slice of frames just written as the next
+// queue's storage, so that a connection's queue is not allocated anew for
+// every write.
+func (o *outbox) giveBackLocked(frames [][]byte) {
+	if o.spare == nil && cap(frames) <= maxSpareFrames {
+		clear(frames)
+		o.spare = frames[:0]
+	}
+}
+
+// maxSpareFrames bounds the queue storage kept between writes.
+const maxSpareFrames = 64
+
 // writeOwned writes frames while the caller owns the socket (writing is
 // set), then gives the socket up and records a failure for the writer.
 func (o *outbox) writeOwned(frames [][]byte) error {
 	err := o.write(frames)
 	o.mu.Lock()
 	o.writing = false
+	o.giveBackLocked(frames)
 	if err != nil && o.failed == nil {
 		o.failed = err
 	}
@@ -219,6 +262,11 @@ func (o *outbox) writeOwned(frames [][]byte) error {
 func (o *outbox) writeLoop(nc net.Conn, writeTimeout time.Duration, sent func(frames [][]byte)) error {
 	o.mu.Lock()
 	o.nc, o.writeTimeout, o.sent = nc, writeTimeout, sent
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			o.raw = newRawWriter(rc)
+		}
+	}
 	o.mu.Unlock()
 	for {
 		frames, busy, closed, failed := o.take()
@@ -236,4 +284,55 @@ func (o *outbox) writeLoop(nc net.Conn, writeTimeout time.Duration, sent func(fr
 		}
 		<-o.wake
 	}
+}
+
+// flush is the flusher's write: when no other goroutine owns the socket, it
+// writes the queued frames from the calling goroutine without waiting for
+// the socket. What it cannot write (a full socket buffer, an expired write
+// deadline, no raw descriptor) stays queued, in order, for the writer,
+// which it then wakes; so does a write error, which ends the writer.
+func (o *outbox) flush() {
+	o.mu.Lock()
+	o.flushPending = false
+	if o.writing || len(o.frames) == 0 {
+		// The owner writes what was queued once it is done.
+		o.mu.Unlock()
+		return
+	}
+	if o.raw == nil || o.failed != nil {
+		o.mu.Unlock()
+		o.signal()
+		return
+	}
+	frames := o.takeLocked()
+	o.writing = true
+	o.mu.Unlock()
+	rest, err := o.raw.tryWrite(frames)
+	if done := len(frames) - len(rest); done > 0 {
+		o.sent(frames[:done])
+	}
+	if !o.endFlush(frames, rest, err) {
+		o.signal()
+	}
+}
+
+// endFlush gives the socket up after a flush wrote frames but rest, which
+// goes back to the head of the queue. It reports whether the writer has
+// nothing to do: nothing queued, no failure, not closed.
+func (o *outbox) endFlush(frames, rest [][]byte, err error) (idle bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.writing = false
+	if err != nil && o.failed == nil {
+		o.failed = err
+	}
+	if len(rest) == 0 {
+		o.giveBackLocked(frames)
+	} else {
+		o.frames = append(rest, o.frames...)
+		for _, f := range rest {
+			o.bytes += len(f)
+		}
+	}
+	return len(o.frames) == 0 && o.failed == nil && !o.closed
 }

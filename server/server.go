@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,10 +72,12 @@ type Server struct {
 	readBuffers sync.Pool
 	// notifications shares encoded notification frames (watches.go).
 	notifications notificationFrames
-	dataDir       string
-	logDir        string
-	serverID      int64
-	ops           *operations // metrics registry, /metrics and AdminServer (metrics.go, admin.go)
+	// flusher writes notifications to idle sockets (flush.go).
+	flusher  *flusher
+	dataDir  string
+	logDir   string
+	serverID int64
+	ops      *operations // metrics registry, /metrics and AdminServer (metrics.go, admin.go)
 
 	reaperClock session.Clock // Options.ReaperClock (reaper.go)
 
@@ -112,6 +115,7 @@ func New(opts Options) (*Server, error) {
 		auth:      authReg,
 		watches:   watch.NewRegistry(),
 		stats:     newServerStats(),
+		flusher:   newFlusher(),
 		audit:     newAuditLogger(logger),
 		ops:       newOperations(opts.Registerer, opts.Gatherer),
 		serverID:  max(cfg.MyID, 1),
@@ -201,6 +205,9 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.goAndTrack(func() { s.tracker.Run(s.ctx) })
 	s.goAndTrack(func() { s.runReaper(s.ctx) }) // container/TTL reaper (reaper.go)
+	for range runtime.GOMAXPROCS(0) {
+		s.goAndTrack(func() { s.flusher.run(s.ctx) })
+	}
 	s.goAndTrack(s.acceptLoop)
 	if s.node.Clustered() {
 		s.goAndTrack(func() { s.reportTouches(s.ctx) })

@@ -21,7 +21,11 @@ const notificationZxid = -1
 // Notify implements watch.Watcher. It runs under the tree's write lock and
 // never blocks: a client that lets notifications pile up is dropped.
 func (c *conn) Notify(ev jute.WatcherEvent, _ int64) {
-	if c.out.push(c.s.notifications.encode(ev), true) {
+	ok, flush := c.out.pushEvent(c.s.notifications.encode(ev))
+	if flush {
+		c.s.flusher.add(c.out)
+	}
+	if ok {
 		return
 	}
 	// Closing the outbox at once turns every later push into a no-op, so
@@ -152,7 +156,7 @@ func readWatchKind(op jute.OpCode, exists bool) watch.Kind {
 func (c *conn) queueReply(p *pending, code jute.Code, body jute.Record) {
 	frame := replyFrame(p.xid, c.s.node.LastZxid(), code, body)
 	c.recordLatency(p, frame)
-	c.out.push(frame, false)
+	c.out.push(frame)
 }
 
 // watchCallback returns the registration callback of a read op with its
