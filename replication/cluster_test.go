@@ -56,6 +56,8 @@ type testCluster struct {
 	trans []*raft.InmemTransport
 	// logStore is every member's Config.LogStore.
 	logStore string
+	// cfgHook, if set, adjusts every member's configuration.
+	cfgHook func(*Config)
 }
 
 // newTestCluster starts members whose raft runs over TCP on loopback;
@@ -74,6 +76,14 @@ func newInmemCluster(t *testing.T, size int) *testCluster {
 func startTestCluster(t *testing.T, size int, inmem bool, logStore string, observers ...int64) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, logStore: logStore}
+	c.startMembers(size, inmem, observers...)
+	return c
+}
+
+// startMembers starts size members and waits until each is ready.
+func (c *testCluster) startMembers(size int, inmem bool, observers ...int64) {
+	t := c.t
+	t.Helper()
 	for i := 1; i <= size; i++ {
 		p := Peer{ID: int64(i), RaftAddr: freeAddr(t), ForwardAddr: freeAddr(t)}
 		if inmem {
@@ -107,7 +117,6 @@ func startTestCluster(t *testing.T, size int, inmem bool, logStore string, obser
 		}
 		cancel()
 	}
-	return c
 }
 
 func (c *testCluster) start(i int) {
@@ -115,6 +124,9 @@ func (c *testCluster) start(i int) {
 		TickTime: 300 * time.Millisecond, ForwardTimeout: 2 * time.Second, SnapshotThreshold: 32, TrailingLogs: 8}
 	if c.trans != nil {
 		cfg.RaftTransport = c.connectInmem(i)
+	}
+	if c.cfgHook != nil {
+		c.cfgHook(&cfg)
 	}
 	n, err := Open(cfg)
 	if err != nil {

@@ -287,7 +287,7 @@ func (n *Node) announceApplied(index uint64) <-chan error {
 		defer cancel()
 		err := n.WaitApplied(ctx, index)
 		if err == nil {
-			n.announceCommit()
+			n.announceCommit(index)
 		}
 		ch <- err
 	}()

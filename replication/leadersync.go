@@ -22,8 +22,8 @@ package replication
 //     past it (fsm.Apply calls waitSynced). On the leader that is the
 //     missing quorum member: its replies and its reads follow the quorum.
 //  3. The commit index sent to followers is capped at what the leader has
-//     synced (syncCapTransport), so a follower applies nothing the leader
-//     could still lose in a crash of its machine.
+//     synced (leaderTransport, transport.go), so a follower applies nothing
+//     the leader could still lose in a crash of its machine.
 //
 // A failed deferred fsync is sticky: later appends fail (raft then steps
 // down) and the FSM stops the member, as ZooKeeper exits when it cannot
@@ -343,65 +343,4 @@ func (l *syncedLogStore) DeleteRange(min, max uint64) error {
 		l.sync.truncated(min)
 	}
 	return nil
-}
-
-// syncCapTransport caps the commit index a leader sends at what it has on
-// disk (rule 3 above).
-type syncCapTransport struct {
-	raft.Transport
-	synced func() uint64
-}
-
-func (t *syncCapTransport) capCommit(req *raft.AppendEntriesRequest) {
-	req.LeaderCommitIndex = min(req.LeaderCommitIndex, t.synced())
-}
-
-func (t *syncCapTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	t.capCommit(req)
-	return t.Transport.AppendEntries(id, target, req, resp)
-}
-
-func (t *syncCapTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
-	p, err := t.Transport.AppendEntriesPipeline(id, target)
-	if err != nil {
-		return nil, err
-	}
-	return &syncCapPipeline{AppendPipeline: p, t: t}, nil
-}
-
-// newSyncCapTransport wraps trans; the result has pre-vote when trans has
-// it (raft asks the transport's type whether to use pre-votes).
-func newSyncCapTransport(trans raft.Transport, synced func() uint64) raft.Transport {
-	t := &syncCapTransport{Transport: trans, synced: synced}
-	if pv, ok := trans.(raft.WithPreVote); ok {
-		return &syncCapPreVoteTransport{syncCapTransport: t, pv: pv}
-	}
-	return t
-}
-
-type syncCapPreVoteTransport struct {
-	*syncCapTransport
-	pv raft.WithPreVote
-}
-
-func (t *syncCapPreVoteTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, req *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
-	return t.pv.RequestPreVote(id, target, req, resp)
-}
-
-// Close closes the wrapped transport when it can be closed.
-func (t *syncCapTransport) Close() error {
-	if c, ok := t.Transport.(raft.WithClose); ok {
-		return c.Close()
-	}
-	return nil
-}
-
-type syncCapPipeline struct {
-	raft.AppendPipeline
-	t *syncCapTransport
-}
-
-func (p *syncCapPipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
-	p.t.capCommit(req)
-	return p.AppendPipeline.AppendEntries(req, resp)
 }

@@ -295,67 +295,6 @@ func TestMetadataCommitWaitsForDeferredFsyncs(t *testing.T) {
 	}
 }
 
-// recordingTransport records the commit index of the appends it sends.
-type recordingTransport struct {
-	raft.Transport
-	commits []uint64
-}
-
-func (r *recordingTransport) AppendEntries(_ raft.ServerID, _ raft.ServerAddress, req *raft.AppendEntriesRequest, _ *raft.AppendEntriesResponse) error {
-	r.commits = append(r.commits, req.LeaderCommitIndex)
-	return nil
-}
-
-func (r *recordingTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
-	return recordingPipeline{r}, nil
-}
-
-type recordingPipeline struct{ r *recordingTransport }
-
-func (p recordingPipeline) AppendEntries(req *raft.AppendEntriesRequest, _ *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
-	p.r.commits = append(p.r.commits, req.LeaderCommitIndex)
-	return nil, nil
-}
-func (recordingPipeline) Consumer() <-chan raft.AppendFuture { return nil }
-func (recordingPipeline) Close() error                       { return nil }
-
-type preVoteTransport struct{ recordingTransport }
-
-func (*preVoteTransport) RequestPreVote(raft.ServerID, raft.ServerAddress, *raft.RequestPreVoteRequest, *raft.RequestPreVoteResponse) error {
-	return nil
-}
-
-// TestCommitIndexSentIsCappedAtSynced: followers are never told of a
-// commit beyond what the leader has on disk, on either send path.
-func TestCommitIndexSentIsCappedAtSynced(t *testing.T) {
-	synced := uint64(7)
-	rec := &recordingTransport{}
-	trans := newSyncCapTransport(rec, func() uint64 { return synced })
-	if _, ok := trans.(raft.WithPreVote); ok {
-		t.Fatal("pre-vote offered by a transport that has none")
-	}
-	p, err := trans.AppendEntriesPipeline("2", "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, commit := range []uint64{5, 9, 0} {
-		trans.AppendEntries("2", "x", &raft.AppendEntriesRequest{LeaderCommitIndex: commit}, &raft.AppendEntriesResponse{})
-		p.AppendEntries(&raft.AppendEntriesRequest{LeaderCommitIndex: commit}, &raft.AppendEntriesResponse{})
-	}
-	want := []uint64{5, 5, 7, 7, 0, 0}
-	if len(rec.commits) != len(want) {
-		t.Fatalf("sent %v, want %v", rec.commits, want)
-	}
-	for i := range want {
-		if rec.commits[i] != want[i] {
-			t.Fatalf("sent %v, want %v", rec.commits, want)
-		}
-	}
-	if _, ok := newSyncCapTransport(&preVoteTransport{}, func() uint64 { return 0 }).(raft.WithPreVote); !ok {
-		t.Fatal("pre-vote lost by the wrapper")
-	}
-}
-
 // TestLeaderAppliesOnlySyncedWrites: on a standalone member, a write is not
 // applied (nor answered) while its fsync cannot run, and is once it ran.
 func TestLeaderAppliesOnlySyncedWrites(t *testing.T) {

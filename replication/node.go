@@ -92,6 +92,8 @@ type Config struct {
 
 	// vfs replaces the WAL's file system (tests inject failures).
 	vfs types.VFS
+	// commitTimeout replaces raft's CommitTimeout (tests).
+	commitTimeout time.Duration
 }
 
 // maxBatchTxns and maxBatchBytes bound one log entry built by the batcher.
@@ -123,6 +125,7 @@ type Node struct {
 	closers []func() error
 	lsync   *leaderSync               // the WAL's deferred leader fsyncs (nil without WAL and forceSync)
 	running atomic.Pointer[raft.Raft] // raft once NewRaft returned (read by raft's own goroutines)
+	lt      *leaderTransport          // an ensemble member's raft transport (nil when standalone)
 	peers   *peerSet
 	fwd     *forwarder
 	health  peerHealth
@@ -280,9 +283,11 @@ func (n *Node) transport(rc *raft.Config) (raft.Transport, raft.Configuration, e
 	if err != nil {
 		return nil, raft.Configuration{}, err
 	}
+	var synced func() uint64
 	if n.lsync != nil {
-		trans = newSyncCapTransport(trans, n.lsync.syncedIndex)
+		synced = n.lsync.syncedIndex
 	}
+	trans, n.lt = newLeaderTransport(trans, synced)
 	if err := n.listenForwarding(self); err != nil {
 		return nil, raft.Configuration{}, err
 	}
@@ -353,6 +358,9 @@ func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 		rc.LeaderLeaseTimeout = timeout / 2
 	}
 	rc.CommitTimeout = 5 * time.Millisecond
+	if cfg.commitTimeout > 0 {
+		rc.CommitTimeout = cfg.commitTimeout
+	}
 	rc.MaxAppendEntries = 256
 	rc.BatchApplyCh = true
 	if cfg.SnapshotThreshold > 0 {
@@ -589,7 +597,7 @@ func (n *Node) enqueueForwarded(txns [][]byte) <-chan error {
 // sure members whose forwarded writes were committed learn so promptly.
 func (n *Node) collectLoop() {
 	defer n.wg.Done()
-	forwarded := false // committed forwarded writes followers may not know of yet
+	var forwarded uint64 // the last entry of committed forwarded writes followers may not know of yet
 	for e := range n.inflight {
 		err := e.future.Error()
 		if err != nil {
@@ -598,32 +606,38 @@ func (n *Node) collectLoop() {
 		}
 		for _, p := range e.props {
 			if p.done != nil {
-				forwarded = forwarded || err == nil
 				p.done(err)
+				if f, ok := e.future.(raft.IndexFuture); ok && err == nil {
+					forwarded = max(forwarded, f.Index())
+				}
 			}
 			if err != nil {
 				n.waiters.trigger(p.id, Outcome{Err: fmt.Errorf("%w: %v", ErrNotReplicated, err)})
 			}
 		}
-		if forwarded && len(n.inflight) == 0 && n.queue.idle() {
-			n.announceCommit()
-			forwarded = false
+		if forwarded > 0 && len(n.inflight) == 0 && n.queue.idle() {
+			n.announceCommit(forwarded)
+			forwarded = 0
 		}
 	}
 }
 
-// announceCommit appends a barrier entry so that followers learn the
-// leader's commit index now. A follower applies an entry only once it
-// knows the entry is committed, and raft tells it with the next append,
-// or after CommitTimeout when no append comes: a write forwarded by an
-// otherwise idle follower would wait that long for its reply. The barrier
-// is such an append. While work is queued the next entry carries the
-// commit index anyway, so the collector calls this only when it is idle.
-func (n *Node) announceCommit() {
-	if !n.clustered() || !n.IsLeader() {
+// announceCommit tells the followers that the entries up to index, which
+// this leader has applied, are committed (leaderTransport.announce). A
+// follower applies an entry only once it knows the entry is committed, and
+// raft tells it with the next append, or after CommitTimeout when no
+// append comes: a write forwarded by an otherwise idle follower would wait
+// that long for its reply. While work is queued the next append carries
+// the commit index anyway, so the collector calls this only when idle.
+func (n *Node) announceCommit(index uint64) {
+	if n.lt == nil || !n.IsLeader() {
 		return
 	}
-	n.raft.Barrier(n.cfg.ForwardTimeout)
+	var l raft.Log
+	if err := n.logs.GetLog(index, &l); err != nil {
+		return // compacted into a snapshot: followers have learned it since
+	}
+	n.lt.announce(index, l.Term)
 }
 
 // Sync waits until this member has applied every entry the leader had in

@@ -1,0 +1,219 @@
+package replication
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/zkserverd/zkserverd/jute"
+)
+
+// recordingTransport records the appends it is asked to send.
+type recordingTransport struct {
+	raft.Transport
+	mu   sync.Mutex
+	sent []sentAppend
+	// reply, if set, answers the unpipelined appends.
+	reply func(n int, req *raft.AppendEntriesRequest) raft.AppendEntriesResponse
+}
+
+type sentAppend struct {
+	id  raft.ServerID
+	req raft.AppendEntriesRequest
+}
+
+func (r *recordingTransport) record(id raft.ServerID, req *raft.AppendEntriesRequest) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent = append(r.sent, sentAppend{id, *req})
+}
+
+func (r *recordingTransport) sentSoFar() []sentAppend {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]sentAppend(nil), r.sent...)
+}
+
+func (r *recordingTransport) AppendEntries(id raft.ServerID, _ raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	r.record(id, req)
+	if r.reply != nil {
+		*resp = r.reply(len(r.sentSoFar()), req)
+	}
+	return nil
+}
+
+func (r *recordingTransport) AppendEntriesPipeline(id raft.ServerID, _ raft.ServerAddress) (raft.AppendPipeline, error) {
+	return recordingPipeline{r, id}, nil
+}
+
+type recordingPipeline struct {
+	r  *recordingTransport
+	id raft.ServerID
+}
+
+func (p recordingPipeline) AppendEntries(req *raft.AppendEntriesRequest, _ *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	p.r.record(p.id, req)
+	return nil, nil
+}
+func (recordingPipeline) Consumer() <-chan raft.AppendFuture { return nil }
+func (recordingPipeline) Close() error                       { return nil }
+
+type preVoteTransport struct{ recordingTransport }
+
+func (*preVoteTransport) RequestPreVote(raft.ServerID, raft.ServerAddress, *raft.RequestPreVoteRequest, *raft.RequestPreVoteResponse) error {
+	return nil
+}
+
+// TestCommitIndexSentIsCappedAtSynced: followers are never told of a
+// commit beyond what the leader has on disk, on either send path.
+func TestCommitIndexSentIsCappedAtSynced(t *testing.T) {
+	rec := &recordingTransport{}
+	trans, _ := newLeaderTransport(rec, func() uint64 { return 7 })
+	if _, ok := trans.(raft.WithPreVote); ok {
+		t.Fatal("pre-vote offered by a transport that has none")
+	}
+	p, err := trans.AppendEntriesPipeline("2", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, commit := range []uint64{5, 9, 0} {
+		trans.AppendEntries("2", "x", &raft.AppendEntriesRequest{LeaderCommitIndex: commit}, &raft.AppendEntriesResponse{})
+		p.AppendEntries(&raft.AppendEntriesRequest{LeaderCommitIndex: commit}, &raft.AppendEntriesResponse{})
+	}
+	want := []uint64{5, 5, 7, 7, 0, 0}
+	sent := rec.sentSoFar()
+	if len(sent) != len(want) {
+		t.Fatalf("sent %d appends, want %d", len(sent), len(want))
+	}
+	for i, s := range sent {
+		if s.req.LeaderCommitIndex != want[i] {
+			t.Fatalf("append %d: commit %d, want %d", i, s.req.LeaderCommitIndex, want[i])
+		}
+	}
+	if _, ok := newPreVote(); !ok {
+		t.Fatal("pre-vote lost by the wrapper")
+	}
+}
+
+func newPreVote() (raft.Transport, bool) {
+	trans, _ := newLeaderTransport(&preVoteTransport{}, nil)
+	_, ok := trans.(raft.WithPreVote)
+	return trans, ok
+}
+
+// TestAnnounceSendsAnEntrylessAppendCheckedAtTheIndex: an announcement goes
+// to every follower raft sent to, with raft's header, no entries, the
+// announced entry as the consistency check and as the commit index
+// (capped at what is synced), and once per index.
+func TestAnnounceSendsAnEntrylessAppendCheckedAtTheIndex(t *testing.T) {
+	tests := []struct {
+		name              string
+		synced            uint64
+		index, term, want uint64
+	}{
+		{"synced past it", 100, 40, 3, 40},
+		{"capped at synced", 30, 40, 3, 30},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recordingTransport{}
+			_, lt := newLeaderTransport(rec, func() uint64 { return tc.synced })
+			header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("1"), Addr: []byte("a1")}
+			for _, id := range []raft.ServerID{"2", "3"} {
+				lt.AppendEntries(id, raft.ServerAddress("a"+id), &raft.AppendEntriesRequest{RPCHeader: header, Term: 3, Leader: []byte("a1"),
+					PrevLogEntry: 9, PrevLogTerm: 2, Entries: []*raft.Log{{Index: 10}}, LeaderCommitIndex: 9}, &raft.AppendEntriesResponse{})
+			}
+			lt.announce(tc.index, tc.term)
+			lt.announce(tc.index, tc.term) // the same index again: not resent
+			got := waitSent(t, rec, 4)[2:]
+			seen := map[raft.ServerID]bool{}
+			for _, s := range got {
+				r := s.req
+				if r.Term != 3 || string(r.RPCHeader.ID) != "1" || len(r.Entries) != 0 ||
+					r.PrevLogEntry != tc.index || r.PrevLogTerm != tc.term || r.LeaderCommitIndex != tc.want {
+					t.Fatalf("announcement to %s: %+v", s.id, r)
+				}
+				seen[s.id] = true
+			}
+			if !seen["2"] || !seen["3"] {
+				t.Fatalf("announced to %v, want 2 and 3", seen)
+			}
+			time.Sleep(50 * time.Millisecond)
+			if n := len(rec.sentSoFar()); n != 4 {
+				t.Fatalf("%d appends sent, want 4 (an index is announced once)", n)
+			}
+		})
+	}
+}
+
+func waitSent(t *testing.T, rec *recordingTransport, n int) []sentAppend {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if sent := rec.sentSoFar(); len(sent) >= n {
+			return sent
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("only %d of %d appends sent", len(rec.sentSoFar()), n)
+	return nil
+}
+
+// TestForwardedWriteNeedsNoCommitTimeout: with raft's commit timeout made
+// longer than the test, a follower's forwarded writes still complete, and
+// the leader appends no log entry beyond the writes' own to tell it.
+func TestForwardedWriteNeedsNoCommitTimeout(t *testing.T) {
+	c := &testCluster{t: t}
+	c.cfgHook = func(cfg *Config) { cfg.commitTimeout = time.Hour }
+	c.startMembers(3, false)
+	lead := c.leader()
+	follower := (lead + 1) % 3
+	for i := 0; i < 5; i++ {
+		before := c.nodes[lead].raft.LastIndex()
+		o := await(t, c.nodes[follower].Submit(createTxn(fmt.Sprintf("/a%d", i))))
+		if o.Err != nil || o.Result.Err != jute.OK {
+			t.Fatalf("forwarded write %d: %+v", i, o)
+		}
+		if after := c.nodes[lead].raft.LastIndex(); after != before+1 {
+			t.Fatalf("write %d: leader's log grew by %d entries, want 1", i, after-before)
+		}
+	}
+}
+
+// TestAnnounceRetriesAFollowerStillStoringTheEntry: a follower that does
+// not have the announced entry yet (same term, shorter log) is asked again
+// until it has; one in another term is not.
+func TestAnnounceRetriesAFollowerStillStoringTheEntry(t *testing.T) {
+	tests := []struct {
+		name      string
+		term      uint64 // the follower's term
+		wantSends int    // appends in all: raft's first, then announcements
+	}{
+		{"behind in the same term", 3, 4},
+		{"in a newer term", 4, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recordingTransport{}
+			rec.reply = func(n int, req *raft.AppendEntriesRequest) raft.AppendEntriesResponse {
+				// The follower stores entry 10 before the third announcement.
+				last := uint64(9)
+				if n >= 4 {
+					last = 10
+				}
+				return raft.AppendEntriesResponse{Term: tc.term, LastLog: last, Success: last >= req.PrevLogEntry && tc.term == req.Term}
+			}
+			_, lt := newLeaderTransport(rec, nil)
+			lt.AppendEntries("2", "a2", &raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 9}, &raft.AppendEntriesResponse{})
+			lt.announce(10, 3)
+			waitSent(t, rec, tc.wantSends)
+			time.Sleep(100 * time.Millisecond) // longer than the retries would take
+			if n := len(rec.sentSoFar()); n != tc.wantSends {
+				t.Fatalf("%d appends sent, want %d", n, tc.wantSends)
+			}
+		})
+	}
+}
