@@ -241,6 +241,9 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return err
 	}
+	if !n.cfg.InMemory {
+		logs = newRecentLogs(logs)
+	}
 	trans, boot, err := n.transport(rc)
 	if err != nil {
 		return err
