@@ -29,9 +29,11 @@ func (q *proposalQueue) idle() bool {
 	return len(q.items) == 0 && !q.flushing
 }
 
-// enqueue adds p and, unless another goroutine is flushing, flushes the
-// queue. Proposals enter the log in enqueue order. After Close it fails p.
-func (n *Node) enqueue(p proposal) {
+// enqueue adds ps and, unless another goroutine is flushing, flushes the
+// queue. Proposals enter the log in enqueue order; proposals enqueued
+// together share log entries as far as the batch limits allow. After
+// Close it fails them.
+func (n *Node) enqueue(ps ...proposal) {
 	q := &n.queue
 	q.mu.Lock()
 	for len(q.items) >= maxQueued && q.flushing && !q.closed {
@@ -39,10 +41,12 @@ func (n *Node) enqueue(p proposal) {
 	}
 	if q.closed {
 		q.mu.Unlock()
-		n.fail(p, ErrClosed)
+		for _, p := range ps {
+			n.fail(p, ErrClosed)
+		}
 		return
 	}
-	q.items = append(q.items, p)
+	q.items = append(q.items, ps...)
 	if q.flushing {
 		q.mu.Unlock()
 		return

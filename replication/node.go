@@ -589,9 +589,11 @@ func (n *Node) enqueueForwarded(txns [][]byte) <-chan error {
 			ch <- first
 		}
 	}
-	for _, t := range txns {
-		n.enqueue(proposal{encoded: t, done: done})
+	props := make([]proposal, len(txns))
+	for i, t := range txns {
+		props[i] = proposal{encoded: t, done: done}
 	}
+	n.enqueue(props...)
 	return ch
 }
 

@@ -231,3 +231,36 @@ func TestWriteOfAClosedSessionFails(t *testing.T) {
 		t.Fatalf("orphan ephemeral created: %v", code)
 	}
 }
+
+// TestForwardedBatchIsOneLogEntry: the transactions a follower forwards
+// together enter the leader's log together, not one entry each.
+func TestForwardedBatchIsOneLogEntry(t *testing.T) {
+	n := openNode(t, t.TempDir(), true)
+	defer n.Close()
+	var txns [][]byte
+	for i := 0; i < 20; i++ {
+		txn := createTxn(fmt.Sprintf("/fwd%d", i))
+		txn.RequestID = n.NewRequestID()
+		txns = append(txns, txnlog.EncodeTxn(nil, txn))
+	}
+	before := n.raft.LastIndex()
+	select {
+	case err := <-n.enqueueForwarded(txns):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("forwarded batch not committed within 10s")
+	}
+	if grew := n.raft.LastIndex() - before; grew != 1 {
+		t.Fatalf("the leader's log grew by %d entries for one forwarded batch, want 1", grew)
+	}
+	if err := n.WaitApplied(context.Background(), n.raft.LastIndex()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, _, code := n.Tree().GetData(fmt.Sprintf("/fwd%d", i), nil, nil); code != jute.OK {
+			t.Fatalf("/fwd%d: %v", i, code)
+		}
+	}
+}
