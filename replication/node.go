@@ -599,41 +599,42 @@ func (n *Node) enqueueForwarded(txns [][]byte) <-chan error {
 
 // collectLoop waits for each entry's future in order and fails the
 // proposals of entries that were not committed. On a leader it also makes
-// sure members whose forwarded writes were committed learn so promptly.
+// sure the followers learn promptly that its entries were committed.
 func (n *Node) collectLoop() {
 	defer n.wg.Done()
-	var forwarded uint64 // the last entry of committed forwarded writes followers may not know of yet
+	var committed uint64 // the last entry this leader committed that followers may not know of yet
 	for e := range n.inflight {
 		err := e.future.Error()
 		if err != nil {
 			n.log.Warn("writes not committed", "err", err, "txns", len(e.props))
 			n.fsm.local.take(e.entry) // not applied here (it may be later, decoded)
+		} else if f, ok := e.future.(raft.IndexFuture); ok {
+			committed = max(committed, f.Index())
 		}
 		for _, p := range e.props {
 			if p.done != nil {
 				p.done(err)
-				if f, ok := e.future.(raft.IndexFuture); ok && err == nil {
-					forwarded = max(forwarded, f.Index())
-				}
 			}
 			if err != nil {
 				n.waiters.trigger(p.id, Outcome{Err: fmt.Errorf("%w: %v", ErrNotReplicated, err)})
 			}
 		}
-		if forwarded > 0 && len(n.inflight) == 0 && n.queue.idle() {
-			n.announceCommit(forwarded)
-			forwarded = 0
+		if committed > 0 && len(n.inflight) == 0 && n.queue.idle() {
+			n.announceCommit(committed)
+			committed = 0
 		}
 	}
 }
 
 // announceCommit tells the followers that the entries up to index, which
-// this leader has applied, are committed (leaderTransport.announce). A
-// follower applies an entry only once it knows the entry is committed, and
-// raft tells it with the next append, or after CommitTimeout when no
-// append comes: a write forwarded by an otherwise idle follower would wait
-// that long for its reply. While work is queued the next append carries
-// the commit index anyway, so the collector calls this only when idle.
+// this leader has applied, are committed (leaderTransport.announce), as
+// ZooKeeper's leader sends COMMIT. A follower applies an entry only once it
+// knows the entry is committed, and raft tells it with the next append, or
+// after CommitTimeout when no append comes: after the last write of a
+// burst, a follower's client would wait that long for the reply to a write
+// it forwarded, and its watchers for their notifications. While work is
+// queued the next append carries the commit index anyway, so the collector
+// calls this only when idle.
 func (n *Node) announceCommit(index uint64) {
 	if n.lt == nil || !n.IsLeader() {
 		return

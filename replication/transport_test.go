@@ -162,25 +162,53 @@ func waitSent(t *testing.T, rec *recordingTransport, n int) []sentAppend {
 	return nil
 }
 
-// TestForwardedWriteNeedsNoCommitTimeout: with raft's commit timeout made
-// longer than the test, a follower's forwarded writes still complete, and
-// the leader appends no log entry beyond the writes' own to tell it.
-func TestForwardedWriteNeedsNoCommitTimeout(t *testing.T) {
+// TestCommitsReachFollowersWithoutCommitTimeout: with raft's commit
+// timeout made longer than the test, a follower's forwarded writes still
+// complete, a write made on the leader still reaches the followers, and the
+// leader appends no log entry beyond the writes' own to tell them.
+func TestCommitsReachFollowersWithoutCommitTimeout(t *testing.T) {
 	c := &testCluster{t: t}
 	c.cfgHook = func(cfg *Config) { cfg.commitTimeout = time.Hour }
 	c.startMembers(3, false)
 	lead := c.leader()
-	follower := (lead + 1) % 3
-	for i := 0; i < 5; i++ {
-		before := c.nodes[lead].raft.LastIndex()
-		o := await(t, c.nodes[follower].Submit(createTxn(fmt.Sprintf("/a%d", i))))
-		if o.Err != nil || o.Result.Err != jute.OK {
-			t.Fatalf("forwarded write %d: %+v", i, o)
-		}
-		if after := c.nodes[lead].raft.LastIndex(); after != before+1 {
-			t.Fatalf("write %d: leader's log grew by %d entries, want 1", i, after-before)
+	followers := []int{(lead + 1) % 3, (lead + 2) % 3}
+	tests := []struct {
+		name   string
+		writer int
+	}{
+		{"written through a follower", followers[0]},
+		{"written on the leader", lead},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := fmt.Sprintf("/a%d", i)
+			before := c.nodes[lead].raft.LastIndex()
+			o := await(t, c.nodes[tc.writer].Submit(createTxn(path)))
+			if o.Err != nil || o.Result.Err != jute.OK {
+				t.Fatalf("write: %+v", o)
+			}
+			if after := c.nodes[lead].raft.LastIndex(); after != before+1 {
+				t.Fatalf("the leader's log grew by %d entries, want 1", after-before)
+			}
+			for _, f := range followers {
+				waitFor(t, fmt.Sprintf("member %d applies %s", f+1, path), func() bool {
+					_, _, code := c.nodes[f].Tree().GetData(path, nil, nil)
+					return code == jute.OK
+				})
+			}
+		})
+	}
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
 		}
 	}
+	t.Fatalf("%s: not within 10s", what)
 }
 
 // TestAnnounceRetriesAFollowerStillStoringTheEntry: a follower that does

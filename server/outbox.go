@@ -159,10 +159,7 @@ func (o *outbox) pushReply(frame []byte, write, direct bool) {
 		o.signal()
 		return
 	}
-	frames := o.takeLocked()
-	o.writing = true
-	o.mu.Unlock()
-	o.writeOwned(frames)
+	o.writeOwned(o.claimLocked())
 	// Frames pushed meanwhile, a failure or a close are the writer's.
 	o.signal()
 }
@@ -174,6 +171,15 @@ func (o *outbox) close() {
 	o.closed = true
 	o.mu.Unlock()
 	o.signal()
+}
+
+// claimLocked makes the caller the socket's owner (writing), takes every
+// queued frame for it to write and unlocks mu.
+func (o *outbox) claimLocked() [][]byte {
+	frames := o.takeLocked()
+	o.writing = true
+	o.mu.Unlock()
+	return frames
 }
 
 // takeLocked removes and returns every queued frame. The queue goes on in
@@ -304,9 +310,7 @@ func (o *outbox) flush() {
 		o.signal()
 		return
 	}
-	frames := o.takeLocked()
-	o.writing = true
-	o.mu.Unlock()
+	frames := o.claimLocked()
 	rest, err := o.raw.tryWrite(frames)
 	if done := len(frames) - len(rest); done > 0 {
 		o.sent(frames[:done])
