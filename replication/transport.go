@@ -71,7 +71,7 @@ func (t *leaderTransport) sending(id raft.ServerID, target raft.ServerAddress, r
 		t.peers[id] = p
 	}
 	p.target = target
-	p.last = raft.AppendEntriesRequest{RPCHeader: req.RPCHeader, Term: req.Term, Leader: req.Leader}
+	p.last = raft.AppendEntriesRequest{RPCHeader: req.RPCHeader, Term: req.Term} // RPCHeader.Addr names the leader
 }
 
 func (t *leaderTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {

@@ -123,7 +123,7 @@ func TestAnnounceSendsAnEntrylessAppendCheckedAtTheIndex(t *testing.T) {
 			_, lt := newLeaderTransport(rec, func() uint64 { return tc.synced })
 			header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("1"), Addr: []byte("a1")}
 			for _, id := range []raft.ServerID{"2", "3"} {
-				lt.AppendEntries(id, raft.ServerAddress("a"+id), &raft.AppendEntriesRequest{RPCHeader: header, Term: 3, Leader: []byte("a1"),
+				lt.AppendEntries(id, raft.ServerAddress("a"+id), &raft.AppendEntriesRequest{RPCHeader: header, Term: 3,
 					PrevLogEntry: 9, PrevLogTerm: 2, Entries: []*raft.Log{{Index: 10}}, LeaderCommitIndex: 9}, &raft.AppendEntriesResponse{})
 			}
 			lt.announce(tc.index, tc.term)
