@@ -402,8 +402,6 @@ func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raf
 		if err := os.MkdirAll(walDir, 0o750); err != nil {
 			return nil, nil, nil, fmt.Errorf("replication: create %s: %w", walDir, err)
 		}
-		// The WAL does not close its metadata database itself; it is ours
-		// to close after the WAL (closers run in reverse order).
 		logs, stable, err := n.openWAL(walDir)
 		if err != nil {
 			return nil, nil, nil, err
