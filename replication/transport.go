@@ -58,11 +58,17 @@ func (t *preVoteLeaderTransport) RequestPreVote(id raft.ServerID, target raft.Se
 	return t.pv.RequestPreVote(id, target, req, resp)
 }
 
-// sending notes an append raft sends to id and caps its commit index.
-func (t *leaderTransport) sending(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest) {
+// capCommit lowers req's commit index to what this leader has on disk
+// (leadersync.go, rule 3), when appends are deferred.
+func (t *leaderTransport) capCommit(req *raft.AppendEntriesRequest) {
 	if t.synced != nil {
 		req.LeaderCommitIndex = min(req.LeaderCommitIndex, t.synced())
 	}
+}
+
+// sending notes an append raft sends to id and caps its commit index.
+func (t *leaderTransport) sending(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest) {
+	t.capCommit(req)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.peers[id]
@@ -177,9 +183,7 @@ const maxAnnounceBackoff = 25 * time.Millisecond
 // term but does not have the entry yet.
 func (t *leaderTransport) sendAnnouncement(id raft.ServerID, target raft.ServerAddress, req raft.AppendEntriesRequest, a announcement) bool {
 	req.PrevLogEntry, req.PrevLogTerm, req.LeaderCommitIndex = a.index, a.term, a.index
-	if t.synced != nil {
-		req.LeaderCommitIndex = min(req.LeaderCommitIndex, t.synced())
-	}
+	t.capCommit(&req)
 	var resp raft.AppendEntriesResponse
 	if err := t.Transport.AppendEntries(id, target, &req, &resp); err != nil {
 		return true // best effort: raft's next append carries the commit index

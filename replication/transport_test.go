@@ -151,15 +151,8 @@ func TestAnnounceSendsAnEntrylessAppendCheckedAtTheIndex(t *testing.T) {
 
 func waitSent(t *testing.T, rec *recordingTransport, n int) []sentAppend {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if sent := rec.sentSoFar(); len(sent) >= n {
-			return sent
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("only %d of %d appends sent", len(rec.sentSoFar()), n)
-	return nil
+	waitFor(t, fmt.Sprintf("%d appends sent", n), func() bool { return len(rec.sentSoFar()) >= n })
+	return rec.sentSoFar()
 }
 
 // TestCommitsReachFollowersWithoutCommitTimeout: with raft's commit
