@@ -232,6 +232,7 @@ type snapWalker struct {
 	work     int              // work done since the lock was taken
 	written  uint64
 	stack    []walkFrame
+	keyed    []keyedChild // sortChildren's scratch space
 }
 
 // walkFrame is a directory being written: its children in name order and
@@ -247,7 +248,7 @@ func (wk *snapWalker) run() {
 	kids := wk.children(wk.t.root)
 	rec := *wk.s.value(wk.t.root)
 	wk.unlock()
-	wk.emit(&rec, sortChildren(kids))
+	wk.emit(&rec, wk.sortChildren(kids))
 	for len(wk.stack) > 0 && wk.out.err == nil {
 		wk.step()
 	}
@@ -271,7 +272,7 @@ func (wk *snapWalker) step() {
 		rec := *wk.s.value(c)
 		if len(kids) > 1 {
 			wk.unlock()
-			wk.emit(&rec, sortChildren(kids))
+			wk.emit(&rec, wk.sortChildren(kids))
 			return
 		}
 		wk.emit(&rec, kids)
@@ -329,13 +330,67 @@ func (wk *snapWalker) children(n *node) []*node {
 // was unlinked and linked again (a rolled-back multi) is found both live
 // and among the removed. Two entries with one name are the same node,
 // since a directory held one node per name at the capture. Names never
-// change, so this needs no lock.
-func sortChildren(kids []*node) []*node {
+// change, so this needs no lock. A large directory is sorted as (name
+// prefix, name, node) entries, which compare mostly without touching the
+// nodes or the names' bytes.
+func (wk *snapWalker) sortChildren(kids []*node) []*node {
 	if len(kids) < 2 {
 		return kids
 	}
-	slices.SortFunc(kids, func(a, b *node) int { return strings.Compare(a.name, b.name) })
-	return slices.CompactFunc(kids, func(a, b *node) bool { return a.name == b.name })
+	if len(kids) < sortByKeyFrom {
+		slices.SortFunc(kids, func(a, b *node) int { return strings.Compare(a.name, b.name) })
+		return slices.CompactFunc(kids, func(a, b *node) bool { return a.name == b.name })
+	}
+	if cap(wk.keyed) < len(kids) {
+		wk.keyed = make([]keyedChild, 0, len(kids))
+	}
+	keyed := wk.keyed[:0]
+	for _, k := range kids {
+		keyed = append(keyed, keyedChild{key: namePrefix(k.name), n: k})
+	}
+	slices.SortFunc(keyed, compareKeyed)
+	out := kids[:0]
+	for i, k := range keyed {
+		if i > 0 && k.n.name == keyed[i-1].n.name {
+			continue
+		}
+		out = append(out, k.n)
+	}
+	clear(keyed)
+	wk.keyed = keyed
+	return out
+}
+
+// sortByKeyFrom is the directory size from which sortChildren sorts keyed
+// entries.
+const sortByKeyFrom = 64
+
+// keyedChild is a child with the first 8 bytes of its name, big-endian,
+// zero-padded: prefixes order like the names they start.
+type keyedChild struct {
+	key uint64
+	n   *node
+}
+
+func namePrefix(name string) uint64 {
+	var k uint64
+	for i := range 8 {
+		k <<= 8
+		if i < len(name) {
+			k |= uint64(name[i])
+		}
+	}
+	return k
+}
+
+func compareKeyed(a, b keyedChild) int {
+	if a.key != b.key {
+		if a.key < b.key {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.n.name, b.n.name)
 }
 
 func (wk *snapWalker) lock() {

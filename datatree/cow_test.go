@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -184,5 +186,59 @@ func TestSnapshotWriteError(t *testing.T) {
 	}
 	if res := tree.Apply(&Txn{Type: jute.OpCreate, Request: &jute.CreateRequest{Path: "/after", ACL: open}}, 1<<40, nil); res.Err != jute.OK {
 		t.Fatal(res.Err)
+	}
+}
+
+// TestSortChildren: a snapshot writes each directory's children in byte
+// order of name, once each, whether the directory is sorted directly or as
+// keyed entries (sortByKeyFrom children and more), including names that
+// share their first 8 bytes, are shorter than 8 bytes, or are repeated.
+func TestSortChildren(t *testing.T) {
+	shared := func(n int) []string {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("c-000000%04d", (i*7919)%n) // one 8-byte prefix
+		}
+		return names
+	}
+	mixed := func(n int) []string {
+		names := []string{"a", "a\x01", "ab", "abcdefgh", "abcdefghi", "abcdefgg", "b", "\u00e9t\u00e9", "Z"}
+		for i := len(names); i < n; i++ {
+			names = append(names, "n"+strconv.Itoa(n-i))
+		}
+		return names
+	}
+	tests := []struct {
+		name    string
+		names   []string
+		repeats int // how many of the first names appear twice
+	}{
+		{"small", mixed(10), 0},
+		{"small with repeats", mixed(10), 3},
+		{"keyed", mixed(sortByKeyFrom * 3), 0},
+		{"keyed with repeats", mixed(sortByKeyFrom * 3), 20},
+		{"keyed shared prefix", shared(sortByKeyFrom * 4), 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var kids []*node
+			for _, name := range tt.names {
+				kids = append(kids, &node{name: name})
+			}
+			kids = append(kids, kids[:tt.repeats]...)
+			wk := &snapWalker{}
+			got := wk.sortChildren(kids)
+			want := slices.Clone(tt.names)
+			slices.Sort(want)
+			want = slices.Compact(want)
+			if len(got) != len(want) {
+				t.Fatalf("got %d children, want %d", len(got), len(want))
+			}
+			for i, n := range got {
+				if n.name != want[i] {
+					t.Fatalf("child %d is %q, want %q", i, n.name, want[i])
+				}
+			}
+		})
 	}
 }
