@@ -330,8 +330,8 @@ func (wk *snapWalker) children(n *node) []*node {
 // was unlinked and linked again (a rolled-back multi) is found both live
 // and among the removed. Two entries with one name are the same node,
 // since a directory held one node per name at the capture. Names never
-// change, so this needs no lock. A large directory is sorted as (name
-// prefix, name, node) entries, which compare mostly without touching the
+// change, so this needs no lock. A large directory is sorted as (8-byte
+// name prefix, node) entries, which compare mostly without touching the
 // nodes or the names' bytes.
 func (wk *snapWalker) sortChildren(kids []*node) []*node {
 	if len(kids) < 2 {

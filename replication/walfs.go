@@ -76,27 +76,29 @@ func (f zeroFS) OpenWriter(dir, name string) (types.WritableFile, error) {
 
 // zeroFile is a segment that zeroFS zeroes ahead of its writes. raft-wal
 // writes a segment at increasing offsets from one goroutine at a time, so
-// nothing is ever written at or past zeroed before zeroFile zeroes it, and
-// zeroed (-1 until the first write of a reopened file) is only touched by
-// WriteAt. synced is set by the first Sync.
+// nothing is ever written at or past zeroed before zeroFile zeroes it;
+// zeroed (-1 until the first write of a reopened file) and zeros are only
+// touched by WriteAt. synced is set by the first Sync.
 type zeroFile struct {
 	types.WritableFile
 	size   int64
 	zeroed int64
+	zeros  []byte // zeroChunk zero bytes, allocated by the first zeroing
 	synced atomic.Bool
 }
-
-var zeroBlock = make([]byte, zeroChunk)
 
 func (f *zeroFile) WriteAt(p []byte, off int64) (int, error) {
 	if f.zeroed < 0 {
 		f.zeroed = off
 	}
 	if end := off + int64(len(p)); end > f.zeroed && f.zeroed < f.size {
+		if f.zeros == nil {
+			f.zeros = make([]byte, zeroChunk)
+		}
 		to := min(f.size, end+zeroChunk)
 		for f.zeroed < to {
 			n := min(to-f.zeroed, zeroChunk)
-			if _, err := f.WritableFile.WriteAt(zeroBlock[:n], f.zeroed); err != nil {
+			if _, err := f.WritableFile.WriteAt(f.zeros[:n], f.zeroed); err != nil {
 				return 0, fmt.Errorf("replication: zero segment ahead: %w", err)
 			}
 			f.zeroed += n
