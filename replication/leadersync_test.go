@@ -17,11 +17,10 @@ import (
 	"github.com/zkserverd/zkserverd/jute"
 )
 
-// gateFS is a real file system whose fsyncs wait while the gate is closed
-// and fail while fail is set. It counts the fsyncs that ran.
-type gateFS struct {
-	types.VFS
-	g *syncGate
+// gateFS is a real file system whose fsyncs wait while the gate g is
+// closed and fail while its fail is set. g counts the fsyncs that ran.
+func gateFS(vfs types.VFS, g *syncGate) types.VFS {
+	return wrapFS{vfs, func(w types.WritableFile) types.WritableFile { return gateFile{w, g} }}
 }
 
 type syncGate struct {
@@ -83,22 +82,6 @@ func (f gateFile) Sync() error {
 	return f.WritableFile.Sync()
 }
 
-func (f gateFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
-	w, err := f.VFS.Create(dir, name, size)
-	if err != nil {
-		return nil, err
-	}
-	return gateFile{w, f.g}, nil
-}
-
-func (f gateFS) OpenWriter(dir, name string) (types.WritableFile, error) {
-	w, err := f.VFS.OpenWriter(dir, name)
-	if err != nil {
-		return nil, err
-	}
-	return gateFile{w, f.g}, nil
-}
-
 // syncedWAL is a WAL behind leaderSync, as openWAL builds it, with a
 // switch for leadership.
 type syncedWAL struct {
@@ -113,7 +96,7 @@ func openSyncedWAL(t *testing.T) *syncedWAL {
 	dir := t.TempDir()
 	w := &syncedWAL{sync: newLeaderSync(), gate: newSyncGate()}
 	bolt := &metadb.BoltMetaDB{}
-	fs := syncFS{VFS: gateFS{walfs.New(), w.gate}, sync: w.sync}
+	fs := syncFS{VFS: gateFS(walfs.New(), w.gate), sync: w.sync}
 	inner, err := wal.Open(dir, wal.WithMetaStore(syncMeta{MetaStore: bolt, sync: w.sync}),
 		wal.WithSegmentFiler(segment.NewFiler(dir, fs)))
 	if err != nil {
@@ -299,7 +282,7 @@ func TestMetadataCommitWaitsForDeferredFsyncs(t *testing.T) {
 // applied (nor answered) while its fsync cannot run, and is once it ran.
 func TestLeaderAppliesOnlySyncedWrites(t *testing.T) {
 	gate := newSyncGate()
-	n := openNodeWith(t, Config{DataDir: t.TempDir(), vfs: gateFS{walfs.New(), gate}})
+	n := openNodeWith(t, Config{DataDir: t.TempDir(), vfs: gateFS(walfs.New(), gate)})
 	defer n.Close()
 	defer gate.release()
 	if o := await(t, n.Submit(createTxn("/before"))); o.Err != nil {

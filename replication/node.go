@@ -450,7 +450,7 @@ func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 		n.closers = append(n.closers, n.lsync.close)
 		vfs, meta = syncFS{VFS: zeroFS{vfs}, sync: n.lsync}, syncMeta{MetaStore: bolt, sync: n.lsync}
 	} else {
-		vfs = noSyncFS{vfs}
+		vfs = noSyncFS(vfs)
 	}
 	store, err := wal.Open(walDir, wal.WithMetaStore(meta), wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)))
 	if err != nil {

@@ -9,25 +9,35 @@ import (
 	"github.com/hashicorp/raft-wal/types"
 )
 
-// noSyncFS is the WAL's file system with fsync turned off, for
-// forceSync=no: writes reach the page cache only, as ZooKeeper's log does
-// with forceSync=no. Everything else is the wrapped file system's.
-type noSyncFS struct{ types.VFS }
+// wrapFS is a file system whose writable files are the wrapped file
+// system's, each wrapped by wrap. Everything else is the wrapped file
+// system's.
+type wrapFS struct {
+	types.VFS
+	wrap func(types.WritableFile) types.WritableFile
+}
 
-func (f noSyncFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
+func (f wrapFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
 	w, err := f.VFS.Create(dir, name, size)
 	if err != nil {
 		return nil, err
 	}
-	return noSyncFile{w}, nil
+	return f.wrap(w), nil
 }
 
-func (f noSyncFS) OpenWriter(dir, name string) (types.WritableFile, error) {
+func (f wrapFS) OpenWriter(dir, name string) (types.WritableFile, error) {
 	w, err := f.VFS.OpenWriter(dir, name)
 	if err != nil {
 		return nil, err
 	}
-	return noSyncFile{w}, nil
+	return f.wrap(w), nil
+}
+
+// noSyncFS is the WAL's file system with fsync turned off, for
+// forceSync=no: writes reach the page cache only, as ZooKeeper's log does
+// with forceSync=no.
+func noSyncFS(vfs types.VFS) types.VFS {
+	return wrapFS{vfs, func(w types.WritableFile) types.WritableFile { return noSyncFile{w} }}
 }
 
 // noSyncFile is a segment file whose Sync does nothing.

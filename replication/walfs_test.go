@@ -22,19 +22,9 @@ func (f countingFile) Sync() error {
 	return f.WritableFile.Sync()
 }
 
-type countingFS struct {
-	types.VFS
-	syncs *int
-}
-
-func (f countingFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
-	w, err := f.VFS.Create(dir, name, size)
-	return countingFile{w, f.syncs}, err
-}
-
-func (f countingFS) OpenWriter(dir, name string) (types.WritableFile, error) {
-	w, err := f.VFS.OpenWriter(dir, name)
-	return countingFile{w, f.syncs}, err
+// countingFS is vfs with every Sync that reaches a file counted in syncs.
+func countingFS(vfs types.VFS, syncs *int) types.VFS {
+	return wrapFS{vfs, func(w types.WritableFile) types.WritableFile { return countingFile{w, syncs} }}
 }
 
 // TestNoSyncFSNeverSyncs: with forceSync=no the WAL's files are written but
@@ -42,7 +32,7 @@ func (f countingFS) OpenWriter(dir, name string) (types.WritableFile, error) {
 func TestNoSyncFSNeverSyncs(t *testing.T) {
 	dir := t.TempDir()
 	syncs := 0
-	fs := noSyncFS{countingFS{walfs.New(), &syncs}}
+	fs := noSyncFS(countingFS(walfs.New(), &syncs))
 	w, err := fs.Create(dir, "seg", 4096)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +60,7 @@ func TestNoSyncFSNeverSyncs(t *testing.T) {
 		t.Fatalf("%d fsyncs reached the file", syncs)
 	}
 	// The counting wrapper itself must see syncs when not wrapped.
-	plain := countingFS{walfs.New(), &syncs}
+	plain := countingFS(walfs.New(), &syncs)
 	w2, err := plain.Create(dir, "seg2", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -104,19 +94,9 @@ func (f recordingFile) Stat() (os.FileInfo, error) {
 	return f.WritableFile.(interface{ Stat() (os.FileInfo, error) }).Stat()
 }
 
-type recordingFS struct {
-	types.VFS
-	writes *[]writeRecord
-}
-
-func (f recordingFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
-	w, err := f.VFS.Create(dir, name, size)
-	return recordingFile{w, f.writes}, err
-}
-
-func (f recordingFS) OpenWriter(dir, name string) (types.WritableFile, error) {
-	w, err := f.VFS.OpenWriter(dir, name)
-	return recordingFile{w, f.writes}, err
+// recordingFS is vfs with every write that reaches a file recorded in writes.
+func recordingFS(vfs types.VFS, writes *[]writeRecord) types.VFS {
+	return wrapFS{vfs, func(w types.WritableFile) types.WritableFile { return recordingFile{w, writes} }}
 }
 
 // checkZeroedAhead checks the writes zeroFS made for data written at
@@ -156,7 +136,7 @@ func TestZeroFSZeroesAhead(t *testing.T) {
 	dir := t.TempDir()
 	const size = 4*zeroChunk + 1000
 	var writes []writeRecord
-	fs := zeroFS{recordingFS{walfs.New(), &writes}}
+	fs := zeroFS{recordingFS(walfs.New(), &writes)}
 	w, err := fs.Create(dir, "seg", size)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +190,7 @@ func TestZeroFSZeroesAhead(t *testing.T) {
 func TestZeroFSSync(t *testing.T) {
 	dir := t.TempDir()
 	syncs := 0
-	fs := zeroFS{countingFS{walfs.New(), &syncs}}
+	fs := zeroFS{countingFS(walfs.New(), &syncs)}
 	w, err := fs.Create(dir, "counted", 8192)
 	if err != nil {
 		t.Fatal(err)
