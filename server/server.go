@@ -249,6 +249,10 @@ func (s *Server) onTouch(ids []int64) {
 // Addr returns the client listener's address (after Start).
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
+// RequestTime returns the time the answered client requests have spent in
+// the server, from their arrival to their reply: the sum of their latencies.
+func (s *Server) RequestTime() time.Duration { return time.Duration(s.stats.requestTime.Load()) }
+
 // acceptLoop accepts connections until the listener closes, backing off on
 // temporary errors as net/http does.
 func (s *Server) acceptLoop() {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/memtune"
+	"github.com/zkserverd/zkserverd/proctune"
 	"github.com/zkserverd/zkserverd/server"
 )
 
@@ -155,6 +156,10 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 	// (restoring a snapshot is faster with Go's default); GOGC turns it off.
 	tuner := memtune.Start(memtune.Options{IdleAfter: time.Second, Logger: logger})
 	defer tuner.Stop()
+	// One processor while few requests are in flight, all of them under
+	// load (proctune); GOMAXPROCS turns it off.
+	procs := proctune.Start(proctune.Options{RequestTime: srv.RequestTime, Logger: logger})
+	defer procs.Stop()
 	<-ctx.Done()
 	logger.Info("shutting down")
 	if err := srv.Close(); err != nil {
