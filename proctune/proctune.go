@@ -43,7 +43,10 @@ type Options struct {
 	// RequestTime reports the time all answered requests have spent in
 	// the server so far (the sum of their latencies). Required.
 	RequestTime func() time.Duration
-	// Max is the processor count under load. Default: GOMAXPROCS at Start.
+	// Max is the processor count under load. Default: GOMAXPROCS at Start
+	// (the machine's cores, or the container's CPU quota). Setting
+	// GOMAXPROCS stops the runtime from following later quota changes;
+	// the Tuner does not follow them either.
 	Max int
 	// Busy is the average number of requests in flight at which the Tuner
 	// uses Max processors. Default 16.
