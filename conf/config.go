@@ -90,6 +90,7 @@ type Config struct {
 	MetricsProviderClassName string // metricsProvider.className
 
 	ExtendedTypesEnabled          bool // TTL nodes (default false)
+	ClientTCPKeepAlive            bool // TCP keep-alive probes on client connections, with the OS's timings (default false)
 	ReconfigEnabled               bool // default false
 	StandaloneEnabled             bool // default true
 	ForceSync                     bool // forceSync=yes|no, default yes

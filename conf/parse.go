@@ -227,6 +227,8 @@ func (p *parser) setPropertyKey(key, name, v string) (bool, error) {
 		c.GlobalOutstandingLimit, err = decodeInt(key, v)
 	case "extendedTypesEnabled":
 		c.ExtendedTypesEnabled, err = parseBool(key, v)
+	case "clientTcpKeepAlive":
+		c.ClientTCPKeepAlive, err = parseBool(key, v)
 	case "forceSync":
 		c.ForceSync, err = parseYesNo(key, v)
 	case "skipACL":
@@ -404,7 +406,7 @@ func knownUninterpreted(key string) bool {
 		"snapshot.trust.empty", "watchManagerName", "superUser",
 		"X509AuthenticationProvider.superUser", "closeSessionTxn.enabled", "leaderServes",
 		"maxBatchSize", "flushDelay", "maxWriteQueuePollTime", "fsync.warningthresholdms",
-		"cnxTimeout", "electionPortBindRetry", "tcpKeepAlive", "clientTcpKeepAlive",
+		"cnxTimeout", "electionPortBindRetry", "tcpKeepAlive",
 		"jute.maxbuffer.extrasize", "largeRequestMaxBytes", "largeRequestThreshold",
 		"emulate353TTLNodes", "requireClientAuthScheme", "allowSaslFailedClients",
 		"sessionRequireClientSASLAuth", "intBufferStartingSizeBytes", "outstandingHandshake.limit",

@@ -116,6 +116,7 @@ func TestParseKeys(t *testing.T) {
 		{"metricsProvider.className=a.B", func(c *Config) { c.MetricsProviderClassName = "a.B" }},
 		{"extendedTypesEnabled=true", func(c *Config) { c.ExtendedTypesEnabled = true }},
 		{"zookeeper.extendedTypesEnabled=TRUE", func(c *Config) { c.ExtendedTypesEnabled = true }},
+		{"clientTcpKeepAlive=true", func(c *Config) { c.ClientTCPKeepAlive = true }},
 		{"reconfigEnabled=true", func(c *Config) { c.ReconfigEnabled = true }},
 		{"standaloneEnabled=false", func(c *Config) { c.StandaloneEnabled = false }},
 		{"forceSync=no", func(c *Config) { c.ForceSync = false }},

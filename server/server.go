@@ -193,7 +193,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.restartSessionClocks()
 	addr := s.cfg.ClientAddr()
-	ln, err := net.Listen("tcp", addr)
+	ln, err := s.clientListenConfig().Listen(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("server: listen on %s: %w", addr, err)
 	}
@@ -248,6 +248,17 @@ func (s *Server) onTouch(ids []int64) {
 
 // Addr returns the client listener's address (after Start).
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// clientListenConfig is the client port's listener: no TCP keep-alive
+// unless clientTcpKeepAlive=true, as in ZooKeeper, which then leaves the
+// timings to the operating system (Go would set 15 s probes, four socket
+// options on every accepted connection).
+func (s *Server) clientListenConfig() *net.ListenConfig {
+	if !s.cfg.ClientTCPKeepAlive {
+		return &net.ListenConfig{KeepAlive: -1}
+	}
+	return &net.ListenConfig{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: -1, Interval: -1, Count: -1}}
+}
 
 // RequestTime returns the time the answered client requests have spent in
 // the server, from their arrival to their reply: the sum of their latencies.
