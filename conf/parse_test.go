@@ -227,6 +227,7 @@ func TestParseBadValues(t *testing.T) {
 		{"preAllocSize=--1", `conf: preAllocSize: "--1" is not an integer`},
 		{"standaloneEnabled=yes", `conf: standaloneEnabled: "yes" is not a boolean (true or false)`},
 		{"zookeeper.extendedTypesEnabled=1", `conf: zookeeper.extendedTypesEnabled: "1" is not a boolean (true or false)`},
+		{"clientTcpKeepAlive=yes", `conf: clientTcpKeepAlive: "yes" is not a boolean (true or false)`},
 		{"forceSync=maybe", `conf: forceSync: "maybe" is not yes or no`},
 		{"peerType=leader", `conf: peerType: "leader" is not participant or observer`},
 		{"version=xyz", `conf: version: "xyz" is not a hexadecimal integer`},
