@@ -237,7 +237,7 @@ func (n *Node) self() (Peer, bool) {
 
 func (n *Node) startRaft() error {
 	rc := raftConfig(n.cfg, n.log)
-	logs, stable, snaps, err := n.openStores(rc)
+	logs, stable, snaps, err := n.openStores()
 	if err != nil {
 		return err
 	}
@@ -380,7 +380,7 @@ func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 	return rc
 }
 
-func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
+func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
 	if n.cfg.InMemory {
 		store := raft.NewInmemStore()
 		return store, store, raft.NewInmemSnapshotStore(), nil
@@ -406,9 +406,9 @@ func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raf
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		snaps, err := raft.NewFileSnapshotStoreWithLogger(snapDir, 2, rc.Logger)
+		snaps, err := newSnapshotStore(snapDir, 2, n.log)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("replication: open snapshot store: %w", err)
+			return nil, nil, nil, err
 		}
 		return logs, stable, snaps, nil
 	}
@@ -424,9 +424,9 @@ func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raf
 		return nil, nil, nil, fmt.Errorf("replication: open log store: %w", err)
 	}
 	n.closers = append(n.closers, store.Close)
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(snapDir, 2, rc.Logger)
+	snaps, err := newSnapshotStore(snapDir, 2, n.log)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("replication: open snapshot store: %w", err)
+		return nil, nil, nil, err
 	}
 	return store, store, snaps, nil
 }

@@ -1,0 +1,349 @@
+package replication
+
+// Raft snapshots on disk.
+//
+// snapshotStore keeps snapshots in the directory layout of hashicorp/raft's
+// FileSnapshotStore: <base>/snapshots/<term>-<index>-<unix ms>/ holding
+// meta.json (raft's metadata as JSON) and state.bin (the FSM's stream),
+// written under a ".tmp" name, synced and then renamed into place. So data
+// directories written by earlier builds and by zkimport open unchanged.
+//
+// What differs is the checksum over state.bin. FileSnapshotStore computes a
+// table-driven CRC-64 while writing and again over the whole file before
+// reading it, at about 1 GB/s on our machines; with 1 KiB values and a
+// growing tree that was 12% of the server's CPU in a create workload. This
+// store uses CRC-32C, which the CPU computes (SSE4.2, ARMv8 CRC) an order of
+// magnitude faster. A snapshot that carries a CRC-64 ("CRC" in meta.json)
+// is still verified with it. Builds that only know FileSnapshotStore cannot
+// verify the snapshots written here.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"hash/crc64"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+const (
+	snapshotsDir  = "snapshots"
+	snapMetaFile  = "meta.json"
+	snapStateFile = "state.bin"
+	snapTmpSuffix = ".tmp"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errSnapshotChecksum is wrapped by Open when state.bin does not match the
+// checksum recorded for it.
+var errSnapshotChecksum = errors.New("replication: snapshot checksum mismatch")
+
+// snapFileMeta is the content of meta.json: raft's metadata and the
+// checksum of state.bin, CRC32C when written by this store, CRC (CRC-64,
+// ECMA) when written by FileSnapshotStore.
+type snapFileMeta struct {
+	raft.SnapshotMeta
+	CRC    []byte  `json:",omitempty"`
+	CRC32C *uint32 `json:",omitempty"`
+}
+
+// snapshotStore implements raft.SnapshotStore. It holds no state besides
+// its directory; raft serializes snapshots, and a sink belongs to the
+// goroutine that writes it.
+type snapshotStore struct {
+	dir    string // <base>/snapshots
+	retain int    // snapshots kept after a new one is complete
+	log    *slog.Logger
+}
+
+// newSnapshotStore opens the store under base, creating its directory,
+// and removes the temporary directories of snapshots that a crash left
+// unfinished.
+func newSnapshotStore(base string, retain int, log *slog.Logger) (*snapshotStore, error) {
+	dir := filepath.Join(base, snapshotsDir)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("replication: create %s: %w", dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("replication: read %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasSuffix(e.Name(), snapTmpSuffix) {
+			log.Warn("removing an unfinished snapshot", "dir", e.Name())
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return nil, fmt.Errorf("replication: remove unfinished snapshot: %w", err)
+			}
+		}
+	}
+	return &snapshotStore{dir: dir, retain: max(retain, 1), log: log}, nil
+}
+
+// Create implements raft.SnapshotStore.
+func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64, conf raft.Configuration,
+	confIndex uint64, _ raft.Transport) (raft.SnapshotSink, error) {
+	if version != 1 {
+		return nil, fmt.Errorf("replication: snapshot version %d is not supported", version)
+	}
+	id := fmt.Sprintf("%d-%d-%d", term, index, time.Now().UnixMilli())
+	tmp := filepath.Join(s.dir, id+snapTmpSuffix)
+	if err := os.MkdirAll(tmp, 0o750); err != nil {
+		return nil, fmt.Errorf("replication: create snapshot %s: %w", id, err)
+	}
+	f, err := os.Create(filepath.Join(tmp, snapStateFile))
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, fmt.Errorf("replication: create snapshot %s: %w", id, err)
+	}
+	meta := snapFileMeta{SnapshotMeta: raft.SnapshotMeta{
+		Version: version, ID: id, Index: index, Term: term,
+		Configuration: conf, ConfigurationIndex: confIndex,
+	}}
+	return &snapshotSink{store: s, dir: tmp, file: f, meta: meta}, nil
+}
+
+// List implements raft.SnapshotStore: the newest snapshots first, at most
+// retain of them.
+func (s *snapshotStore) List() ([]*raft.SnapshotMeta, error) {
+	all, err := s.all()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*raft.SnapshotMeta, 0, min(len(all), s.retain))
+	for _, m := range all[:min(len(all), s.retain)] {
+		out = append(out, &m.SnapshotMeta)
+	}
+	return out, nil
+}
+
+// all returns every complete snapshot whose metadata reads, newest first.
+func (s *snapshotStore) all() ([]*snapFileMeta, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("replication: list snapshots: %w", err)
+	}
+	var metas []*snapFileMeta
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasSuffix(e.Name(), snapTmpSuffix) {
+			continue
+		}
+		m, err := s.readMeta(e.Name())
+		if err != nil {
+			s.log.Warn("skipping a snapshot", "dir", e.Name(), "err", err)
+			continue
+		}
+		if m.Version < raft.SnapshotVersionMin || m.Version > raft.SnapshotVersionMax {
+			s.log.Warn("skipping a snapshot", "dir", e.Name(), "version", m.Version)
+			continue
+		}
+		metas = append(metas, m)
+	}
+	slices.SortFunc(metas, func(a, b *snapFileMeta) int { return compareSnapshots(b, a) })
+	return metas, nil
+}
+
+// compareSnapshots orders snapshots by term, then index, then ID.
+func compareSnapshots(a, b *snapFileMeta) int {
+	switch {
+	case a.Term != b.Term:
+		return cmpUint(a.Term, b.Term)
+	case a.Index != b.Index:
+		return cmpUint(a.Index, b.Index)
+	default:
+		return strings.Compare(a.ID, b.ID)
+	}
+}
+
+func cmpUint(a, b uint64) int {
+	if a < b {
+		return -1
+	}
+	return 1
+}
+
+func (s *snapshotStore) readMeta(id string) (*snapFileMeta, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, id, snapMetaFile))
+	if err != nil {
+		return nil, err
+	}
+	var m snapFileMeta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", snapMetaFile, err)
+	}
+	return &m, nil
+}
+
+// Open implements raft.SnapshotStore. It verifies state.bin against its
+// checksum before returning it, positioned at its start.
+func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	m, err := s.readMeta(id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("replication: open snapshot %s: %w", id, err)
+	}
+	f, err := os.Open(filepath.Join(s.dir, id, snapStateFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("replication: open snapshot %s: %w", id, err)
+	}
+	if err := verifySnapshot(f, m); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("replication: open snapshot %s: %w", id, err)
+	}
+	return &m.SnapshotMeta, f, nil
+}
+
+// verifySnapshot reads f to its end, compares its size and checksum with
+// m's and seeks back to its start.
+func verifySnapshot(f *os.File, m *snapFileMeta) error {
+	var h hash.Hash
+	var want []byte
+	switch {
+	case m.CRC32C != nil:
+		h = crc32.New(castagnoli)
+		want = binary.BigEndian.AppendUint32(nil, *m.CRC32C)
+	case len(m.CRC) > 0:
+		h = crc64.New(crc64.MakeTable(crc64.ECMA))
+		want = m.CRC
+	default:
+		return fmt.Errorf("%w: %s records no checksum", errSnapshotChecksum, snapMetaFile)
+	}
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return err
+	}
+	if n != m.Size {
+		return fmt.Errorf("%w: %d bytes, %s records %d", errSnapshotChecksum, n, snapMetaFile, m.Size)
+	}
+	if got := h.Sum(nil); !bytes.Equal(got, want) {
+		return fmt.Errorf("%w: computed %x, recorded %x", errSnapshotChecksum, got, want)
+	}
+	_, err = f.Seek(0, io.SeekStart)
+	return err
+}
+
+// reap removes the snapshots beyond the newest retain.
+func (s *snapshotStore) reap() error {
+	all, err := s.all()
+	if err != nil {
+		return err
+	}
+	for _, m := range all[min(len(all), s.retain):] {
+		if err := os.RemoveAll(filepath.Join(s.dir, m.ID)); err != nil {
+			return fmt.Errorf("replication: remove old snapshot %s: %w", m.ID, err)
+		}
+	}
+	return nil
+}
+
+// snapshotSink writes one snapshot; it is used by one goroutine.
+type snapshotSink struct {
+	store  *snapshotStore
+	dir    string // the temporary directory
+	file   *os.File
+	crc    uint32
+	size   int64
+	meta   snapFileMeta
+	closed bool
+}
+
+// ID implements raft.SnapshotSink.
+func (k *snapshotSink) ID() string { return k.meta.ID }
+
+// Write implements raft.SnapshotSink. The FSM writes in large chunks, so
+// the sink does not buffer.
+func (k *snapshotSink) Write(p []byte) (int, error) {
+	n, err := k.file.Write(p)
+	k.crc = crc32.Update(k.crc, castagnoli, p[:n])
+	k.size += int64(n)
+	return n, err
+}
+
+// Close implements raft.SnapshotSink: it syncs state.bin, writes and syncs
+// meta.json, moves the directory into place, syncs the parent and removes
+// the snapshots no longer retained.
+func (k *snapshotSink) Close() error {
+	if k.closed {
+		return nil
+	}
+	k.closed = true
+	if err := k.finish(); err != nil {
+		_ = os.RemoveAll(k.dir)
+		return fmt.Errorf("replication: write snapshot %s: %w", k.meta.ID, err)
+	}
+	if err := os.Rename(k.dir, strings.TrimSuffix(k.dir, snapTmpSuffix)); err != nil {
+		return fmt.Errorf("replication: write snapshot %s: %w", k.meta.ID, err)
+	}
+	if err := syncDir(k.store.dir); err != nil {
+		return fmt.Errorf("replication: write snapshot %s: %w", k.meta.ID, err)
+	}
+	return k.store.reap()
+}
+
+// finish syncs and closes state.bin and writes meta.json.
+func (k *snapshotSink) finish() error {
+	err := k.file.Sync()
+	if cerr := k.file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	k.meta.Size = k.size
+	crc := k.crc
+	k.meta.CRC32C = &crc
+	b, err := json.Marshal(&k.meta)
+	if err != nil {
+		return err
+	}
+	return writeSynced(filepath.Join(k.dir, snapMetaFile), b)
+}
+
+// Cancel implements raft.SnapshotSink: the unfinished snapshot is removed.
+func (k *snapshotSink) Cancel() error {
+	if k.closed {
+		return nil
+	}
+	k.closed = true
+	_ = k.file.Close()
+	return os.RemoveAll(k.dir)
+}
+
+// writeSynced creates path with content b and syncs it.
+func writeSynced(path string, b []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDir syncs a directory, making the renames in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
