@@ -15,7 +15,9 @@ package replication
 // store uses CRC-32C, which the CPU computes (SSE4.2, ARMv8 CRC) an order of
 // magnitude faster. A snapshot that carries a CRC-64 ("CRC" in meta.json)
 // is still verified with it. Builds that only know FileSnapshotStore cannot
-// verify the snapshots written here.
+// verify the snapshots written here. And while state.bin is written, its
+// pages are handed to the disk a few MiB at a time (paced writeback), so
+// that its final fsync does not hold up the log's.
 
 import (
 	"bytes"
@@ -63,10 +65,18 @@ type snapFileMeta struct {
 // its directory; raft serializes snapshots, and a sink belongs to the
 // goroutine that writes it.
 type snapshotStore struct {
-	dir    string // <base>/snapshots
-	retain int    // snapshots kept after a new one is complete
-	log    *slog.Logger
+	dir       string // <base>/snapshots
+	retain    int    // snapshots kept after a new one is complete
+	writeback int64  // bytes per paced writeback step (snapshotSink.Write); 0: none
+	log       *slog.Logger
 }
+
+// snapshotWriteback is the default step of a snapshot's paced writeback.
+// A snapshot written into the page cache otherwise reaches the disk all at
+// once, at its final fsync, and every fsync of the log waits behind it:
+// with a tree of 400 MB the log's commits stalled for 130–200 ms at each
+// snapshot. Handing the disk a few MiB at a time bounds that wait.
+const snapshotWriteback = 4 << 20
 
 // newSnapshotStore opens the store under base, creating its directory,
 // and removes the temporary directories of snapshots that a crash left
@@ -88,7 +98,7 @@ func newSnapshotStore(base string, retain int, log *slog.Logger) (*snapshotStore
 			}
 		}
 	}
-	return &snapshotStore{dir: dir, retain: max(retain, 1), log: log}, nil
+	return &snapshotStore{dir: dir, retain: max(retain, 1), writeback: snapshotWriteback, log: log}, nil
 }
 
 // Create implements raft.SnapshotStore.
@@ -111,7 +121,7 @@ func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
 		Version: version, ID: id, Index: index, Term: term,
 		Configuration: conf, ConfigurationIndex: confIndex,
 	}}
-	return &snapshotSink{store: s, dir: tmp, file: f, meta: meta}, nil
+	return &snapshotSink{store: s, dir: tmp, file: f, meta: meta, paced: s.writeback > 0}, nil
 }
 
 // List implements raft.SnapshotStore: the newest snapshots first, at most
@@ -255,6 +265,11 @@ type snapshotSink struct {
 	size   int64
 	meta   snapFileMeta
 	closed bool
+
+	// Paced writeback: [prev, started) was handed to the disk last,
+	// [started, size) not yet; paced is cleared if the system refuses.
+	prev, started int64
+	paced         bool
 }
 
 // ID implements raft.SnapshotSink.
@@ -266,7 +281,23 @@ func (k *snapshotSink) Write(p []byte) (int, error) {
 	n, err := k.file.Write(p)
 	k.crc = crc32.Update(k.crc, castagnoli, p[:n])
 	k.size += int64(n)
+	if err == nil && k.paced && k.size-k.started >= k.store.writeback {
+		k.pace()
+	}
 	return n, err
+}
+
+// pace waits until the step handed to the disk last is written and hands
+// it the bytes written since, so that at most two steps of the snapshot
+// are queued for the disk at a time. It only paces: durability comes from
+// the fsync in Close. If the system refuses, pacing stops.
+func (k *snapshotSink) pace() {
+	if err := writeBack(k.file, k.prev, k.started, k.size); err != nil {
+		k.store.log.Debug("snapshot writeback not paced", "err", err)
+		k.paced = false
+		return
+	}
+	k.prev, k.started = k.started, k.size
 }
 
 // Close implements raft.SnapshotSink: it syncs state.bin, writes and syncs

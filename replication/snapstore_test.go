@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -277,5 +278,57 @@ func BenchmarkSnapshotStore(b *testing.B) {
 				rc.Close()
 			}
 		})
+	}
+}
+
+// A snapshot larger than the writeback step is handed to the disk step by
+// step while it is written, and reads back intact.
+func TestSnapshotStorePacedWriteback(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	s.writeback = 16 << 10
+	sink, err := s.Create(1, 3, 1, testConf, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := testData(300 << 10)
+	for off := 0; off < len(data); off += 10 << 10 {
+		if _, err := sink.Write(data[off:min(off+10<<10, len(data))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := sink.(*snapshotSink)
+	if runtime.GOOS == "linux" && (!k.paced || k.prev == 0 || k.started <= k.prev) {
+		t.Errorf("after %d bytes in steps of %d: paced %v, last steps at %d and %d", k.size, s.writeback, k.paced, k.prev, k.started)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, got := readSnapshot(t, s, sink.ID()); !bytes.Equal(got, data) {
+		t.Error("a paced snapshot read back different bytes")
+	}
+}
+
+// Where the system refuses paced writeback (here: a pipe), the sink stops
+// pacing and goes on writing.
+func TestSnapshotSinkWritebackRefused(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	s := openTestStore(t, t.TempDir())
+	s.writeback = 1 << 10
+	k := &snapshotSink{store: s, file: w, paced: true}
+	data := testData(8 << 10)
+	if n, err := k.Write(data); err != nil || n != len(data) {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	if k.paced {
+		t.Error("still pacing after the system refused")
+	}
+	got := make([]byte, len(data))
+	if _, err := io.ReadFull(r, got); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the pipe got other bytes (%v)", err)
 	}
 }
