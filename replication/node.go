@@ -392,6 +392,10 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 			return nil, nil, nil, fmt.Errorf("replication: create %s: %w", d, err)
 		}
 	}
+	snaps, err := newSnapshotStore(snapDir, 2, n.log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	kind, err := chooseLogStore(n.cfg.LogStore, logDir)
 	if err != nil {
 		return nil, nil, nil, err
@@ -403,10 +407,6 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 			return nil, nil, nil, fmt.Errorf("replication: create %s: %w", walDir, err)
 		}
 		logs, stable, err := n.openWAL(walDir)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		snaps, err := newSnapshotStore(snapDir, 2, n.log)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -424,10 +424,6 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 		return nil, nil, nil, fmt.Errorf("replication: open log store: %w", err)
 	}
 	n.closers = append(n.closers, store.Close)
-	snaps, err := newSnapshotStore(snapDir, 2, n.log)
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	return store, store, snaps, nil
 }
 

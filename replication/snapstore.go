@@ -62,7 +62,7 @@ type snapFileMeta struct {
 }
 
 // snapshotStore implements raft.SnapshotStore. It holds no state besides
-// its directory; raft serializes snapshots, and a sink belongs to the
+// its settings; raft serializes snapshots, and a sink belongs to the
 // goroutine that writes it.
 type snapshotStore struct {
 	dir       string // <base>/snapshots
@@ -74,7 +74,7 @@ type snapshotStore struct {
 // snapshotWriteback is the default step of a snapshot's paced writeback.
 // A snapshot written into the page cache otherwise reaches the disk all at
 // once, at its final fsync, and every fsync of the log waits behind it:
-// with a tree of 400 MB the log's commits stalled for 130–200 ms at each
+// with a tree of 400 MB the log's commits stalled for 130–290 ms at each
 // snapshot. Handing the disk a few MiB at a time bounds that wait.
 const snapshotWriteback = 4 << 20
 
