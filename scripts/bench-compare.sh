@@ -295,6 +295,11 @@ run_one() {
   # A member that lost its leader during the previous run (ZooKeeper's
   # ensemble sometimes re-elects under load) must serve again first.
   wait_members "$t" 60s "not serving before $name"
+  # The previous run's data (the other target's, when they alternate) may
+  # still be in the page cache, hundreds of MB after a create run with
+  # large values; written back during this run, it would compete with this
+  # target's fsyncs. Each run starts with nothing left to write.
+  sync
   if [ "$PROFILE" = 1 ] && [ "$t" = zkserverd ]; then
     profile=(--pprof "$(pprof_urls_of "$t")" --profile-dir "$OUT/profiles/r$r")
   fi
