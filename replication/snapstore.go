@@ -10,10 +10,10 @@ package replication
 //
 // What differs is the checksum over state.bin. FileSnapshotStore computes a
 // table-driven CRC-64 while writing and again over the whole file before
-// reading it, at about 1 GB/s on our machines; with 1 KiB values and a
-// growing tree that was 12% of the server's CPU in a create workload. This
-// store uses CRC-32C, which the CPU computes (SSE4.2, ARMv8 CRC) an order of
-// magnitude faster. A snapshot that carries a CRC-64 ("CRC" in meta.json)
+// reading it; with 1 KiB values and a growing tree that was 12% of the
+// server's CPU in a create workload. This store uses CRC-32C, which the CPU
+// computes (SSE4.2, ARMv8 CRC): over the same snapshot bytes the profile
+// showed 0.07 s of CRC-32C against 0.61 s of CRC-64. A snapshot that carries a CRC-64 ("CRC" in meta.json)
 // is still verified with it. Builds that only know FileSnapshotStore cannot
 // verify the snapshots written here. And while state.bin is written, its
 // pages are handed to the disk a few MiB at a time (paced writeback), so
@@ -21,6 +21,7 @@ package replication
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -166,21 +167,7 @@ func (s *snapshotStore) all() ([]*snapFileMeta, error) {
 
 // compareSnapshots orders snapshots by term, then index, then ID.
 func compareSnapshots(a, b *snapFileMeta) int {
-	switch {
-	case a.Term != b.Term:
-		return cmpUint(a.Term, b.Term)
-	case a.Index != b.Index:
-		return cmpUint(a.Index, b.Index)
-	default:
-		return strings.Compare(a.ID, b.ID)
-	}
-}
-
-func cmpUint(a, b uint64) int {
-	if a < b {
-		return -1
-	}
-	return 1
+	return cmp.Or(cmp.Compare(a.Term, b.Term), cmp.Compare(a.Index, b.Index), strings.Compare(a.ID, b.ID))
 }
 
 func (s *snapshotStore) readMeta(id string) (*snapFileMeta, error) {
