@@ -67,8 +67,8 @@ func (n *Node) enqueue(ps ...proposal) {
 // takeBatch removes the proposals of the next log entry (called with mu).
 func (q *proposalQueue) takeBatch() []proposal {
 	size, k := 0, 0
-	for k < len(q.items) && k < maxBatchTxns && (k == 0 || size+len(q.items[k].encoded) <= maxBatchBytes) {
-		size += len(q.items[k].encoded)
+	for k < len(q.items) && k < maxBatchTxns && (k == 0 || size+q.items[k].size <= maxBatchBytes) {
+		size += q.items[k].size
 		k++
 	}
 	batch := append([]proposal(nil), q.items[:k]...)

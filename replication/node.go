@@ -103,14 +103,25 @@ const (
 	maxBatchBytes = 4 << 20
 )
 
-// proposal is a transaction waiting for the batcher. id names the local
-// waiter (0: none, for transactions forwarded by another member); done, if
+// proposal is a transaction waiting for the batcher. A transaction
+// forwarded by another member arrives encoded; a local one is encoded by
+// commitBatch straight into the log entry, which spares a copy of its data.
+// id names the local waiter (0: none, for forwarded transactions); done, if
 // set, learns whether the entry holding it was committed.
 type proposal struct {
-	encoded []byte
-	txn     *txnlog.Txn // what encoded holds; nil when forwarded by another member
+	encoded []byte      // the encoding of a forwarded transaction, else nil
+	txn     *txnlog.Txn // the local transaction; nil when forwarded
+	size    int         // len(encoded), or txn's estimated encoded size
 	id      uint64
 	done    func(error)
+}
+
+// appendTo appends the transaction's encoding to dst.
+func (p *proposal) appendTo(dst []byte) []byte {
+	if p.encoded != nil {
+		return append(dst, p.encoded...)
+	}
+	return txnlog.EncodeTxn(dst, p.txn)
 }
 
 // Node is one replica: the raft instance, its stores and the FSM.
@@ -534,7 +545,7 @@ func (n *Node) Submit(t *txnlog.Txn) <-chan Outcome {
 	}
 	ch := n.waiters.register(t.RequestID)
 	local := *t // the caller keeps t; the FSM applies this copy (local.go)
-	n.enqueue(proposal{encoded: txnlog.EncodeTxn(make([]byte, 0, txnlog.SizeHint(t)), t), txn: &local, id: t.RequestID})
+	n.enqueue(proposal{txn: &local, size: txnlog.SizeHint(&local), id: t.RequestID})
 	return ch
 }
 
@@ -545,20 +556,28 @@ func (n *Node) NewRequestID() uint64 { return n.nextID.Add(1) }
 // commitBatch appends a batch to the log (leader) or forwards it
 // (follower). It returns the entry it appended, if any.
 func (n *Node) commitBatch(batch []proposal) (future, []byte) {
-	txns := make([][]byte, len(batch))
-	size := 0
-	for i, p := range batch {
-		txns[i] = p.encoded
-		size += len(p.encoded)
-	}
 	if !n.clustered() || n.IsLeader() {
+		size := 0
+		for _, p := range batch {
+			size += p.size
+		}
 		now := time.Now().UnixMilli()
-		entry := txnlog.AssembleEntry(make([]byte, 0, size+16), now, txns)
+		entry := txnlog.EntryHeader(make([]byte, 0, size+16), now, len(batch))
+		for i := range batch {
+			entry = batch[i].appendTo(entry)
+		}
 		n.entrySizes.record(len(entry))
 		if en := localEntry(batch, now); en != nil {
 			n.fsm.local.put(entry, en)
 		}
 		return n.raft.Apply(entry, 0), entry
+	}
+	txns := make([][]byte, len(batch))
+	for i := range batch {
+		txns[i] = batch[i].encoded
+		if txns[i] == nil {
+			txns[i] = batch[i].appendTo(make([]byte, 0, batch[i].size))
+		}
 	}
 	return &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(txns))}, nil
 }
@@ -586,7 +605,7 @@ func (n *Node) enqueueForwarded(txns [][]byte) <-chan error {
 	}
 	props := make([]proposal, len(txns))
 	for i, t := range txns {
-		props[i] = proposal{encoded: t, done: done}
+		props[i] = proposal{encoded: t, size: len(t), done: done}
 	}
 	n.enqueue(props...)
 	return ch

@@ -77,21 +77,27 @@ const minTxnSize = 8 + 8 + 8 + 4 + 4 + 4
 
 // Encode appends the entry's encoding to dst.
 func (en *Entry) Encode(dst []byte) []byte {
-	encoded := make([][]byte, len(en.Txns))
-	for i, t := range en.Txns {
-		encoded[i] = EncodeTxn(nil, t)
+	dst = EntryHeader(dst, en.Time, len(en.Txns))
+	for _, t := range en.Txns {
+		dst = EncodeTxn(dst, t)
 	}
-	return AssembleEntry(dst, en.Time, encoded)
+	return dst
+}
+
+// EntryHeader appends the start of an entry of count transactions to dst;
+// the entry is complete once count transactions (EncodeTxn, or encodings
+// made earlier) follow it.
+func EntryHeader(dst []byte, time int64, count int) []byte {
+	e := jute.NewEncoder(append(dst, EntryBatch, entryVersion))
+	e.Long(time)
+	e.Int(int32(count))
+	return e.Bytes()
 }
 
 // AssembleEntry appends an entry made of already encoded transactions (see
-// EncodeTxn) to dst. Proposers encode their transaction on their own
-// goroutine and the batcher only concatenates.
+// EncodeTxn) to dst.
 func AssembleEntry(dst []byte, time int64, txns [][]byte) []byte {
-	e := jute.NewEncoder(append(dst, EntryBatch, entryVersion))
-	e.Long(time)
-	e.Int(int32(len(txns)))
-	dst = e.Bytes()
+	dst = EntryHeader(dst, time, len(txns))
 	for _, t := range txns {
 		dst = append(dst, t...)
 	}
