@@ -77,7 +77,7 @@ func (f *fakeEnv) result() ([]int, int) {
 func TestTunerRetargetsAfterEachCollection(t *testing.T) {
 	const mib = 1 << 20
 	f := newFakeEnv(stats{cycles: 3, live: 16 * mib})
-	tu := start(Options{}, f.env())
+	tu := start(Options{Percent: 35}, f.env())
 	t0 := time.Unix(1000, 0)
 	f.at(t0)
 	f.set(func(s *stats) { s.cycles, s.live = 4, 400*mib })
@@ -90,7 +90,7 @@ func TestTunerRetargetsAfterEachCollection(t *testing.T) {
 	f.at(t0.Add(4 * time.Second))
 	tu.Stop()
 	gc, frees := f.result()
-	want := []int{400, DefaultPercent, 128, 100}
+	want := []int{400, 35, 128, 100}
 	if len(gc) != len(want) {
 		t.Fatalf("GOGC settings %v, want %v", gc, want)
 	}
