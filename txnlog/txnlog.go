@@ -94,16 +94,6 @@ func EntryHeader(dst []byte, time int64, count int) []byte {
 	return e.Bytes()
 }
 
-// AssembleEntry appends an entry made of already encoded transactions (see
-// EncodeTxn) to dst.
-func AssembleEntry(dst []byte, time int64, txns [][]byte) []byte {
-	dst = EntryHeader(dst, time, len(txns))
-	for _, t := range txns {
-		dst = append(dst, t...)
-	}
-	return dst
-}
-
 // EncodeTxn appends one transaction's encoding to dst. The entry's time is
 // not part of it.
 func EncodeTxn(dst []byte, t *Txn) []byte {
