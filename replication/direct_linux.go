@@ -6,12 +6,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openDirect creates path for writing with O_DIRECT: its writes go from
-// the caller's buffer to the disk without a copy into the page cache. It
-// returns os.ErrInvalid wrapped by the open's error where the file system
-// refuses O_DIRECT (tmpfs on older kernels, some FUSE systems).
+// openDirect creates path for writing with O_DIRECT, with os.Create's
+// permissions: its writes go from the caller's buffer to the disk without
+// a copy into the page cache. It fails (EINVAL) where the file system
+// refuses O_DIRECT (tmpfs before Linux 6.6, some FUSE file systems).
 func openDirect(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|unix.O_DIRECT, 0o640)
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|unix.O_DIRECT, 0o666)
 }
 
 // clearDirect turns O_DIRECT off on f, so that it accepts writes of any
