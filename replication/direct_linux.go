@@ -9,7 +9,7 @@ import (
 // openDirect creates path for writing with O_DIRECT, with os.Create's
 // permissions: its writes go from the caller's buffer to the disk without
 // a copy into the page cache. It fails (EINVAL) where the file system
-// refuses O_DIRECT (tmpfs before Linux 6.6, some FUSE file systems).
+// refuses O_DIRECT (tmpfs on older kernels, some FUSE file systems).
 func openDirect(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|unix.O_DIRECT, 0o666)
 }
