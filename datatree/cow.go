@@ -233,6 +233,7 @@ type snapWalker struct {
 	written  uint64
 	stack    []walkFrame
 	keyed    []keyedChild // sortChildren's scratch space
+	spare    []keyedChild // and sortKeyed's
 }
 
 // walkFrame is a directory being written: its children in name order and
@@ -343,22 +344,66 @@ func (wk *snapWalker) sortChildren(kids []*node) []*node {
 	}
 	if cap(wk.keyed) < len(kids) {
 		wk.keyed = make([]keyedChild, 0, len(kids))
+		wk.spare = make([]keyedChild, len(kids))
 	}
 	keyed := wk.keyed[:0]
 	for _, k := range kids {
 		keyed = append(keyed, keyedChild{key: namePrefix(k.name), n: k})
 	}
-	slices.SortFunc(keyed, compareKeyed)
+	sorted := sortKeyed(keyed, wk.spare[:len(keyed)])
 	out := kids[:0]
-	for i, k := range keyed {
-		if i > 0 && k.n.name == keyed[i-1].n.name {
+	for i, k := range sorted {
+		// Different keys mean different names; only equal keys need the
+		// names themselves, which sit in other cache lines.
+		if i > 0 && k.key == sorted[i-1].key && k.n.name == sorted[i-1].n.name {
 			continue
 		}
 		out = append(out, k.n)
 	}
 	clear(keyed)
-	wk.keyed = keyed
+	clear(wk.spare[:len(keyed)])
 	return out
+}
+
+// sortKeyed sorts keyed by key, and entries with equal keys (names that
+// share their first 8 bytes) by name, using spare (as long as keyed) as
+// scratch space; the result is in keyed or in spare. The keys are sorted
+// least significant byte first, one counting pass and one scatter pass per
+// byte, and a byte that every key shares is skipped: in a large directory
+// most names share their first bytes.
+func sortKeyed(keyed, spare []keyedChild) []keyedChild {
+	src, dst := keyed, spare
+	for shift := 0; shift < 64; shift += 8 {
+		var count [256]int
+		for _, k := range src {
+			count[byte(k.key>>shift)]++
+		}
+		if count[byte(src[0].key>>shift)] == len(src) {
+			continue
+		}
+		pos := 0
+		for i, c := range count {
+			count[i] = pos
+			pos += c
+		}
+		for _, k := range src {
+			d := byte(k.key >> shift)
+			dst[count[d]] = k
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	for i := 0; i < len(src); {
+		j := i + 1
+		for j < len(src) && src[j].key == src[i].key {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(src[i:j], func(a, b keyedChild) int { return strings.Compare(a.n.name, b.n.name) })
+		}
+		i = j
+	}
+	return src
 }
 
 // sortByKeyFrom is the directory size from which sortChildren sorts keyed
@@ -381,16 +426,6 @@ func namePrefix(name string) uint64 {
 		}
 	}
 	return k
-}
-
-func compareKeyed(a, b keyedChild) int {
-	if a.key != b.key {
-		if a.key < b.key {
-			return -1
-		}
-		return 1
-	}
-	return strings.Compare(a.n.name, b.n.name)
 }
 
 func (wk *snapWalker) lock() {
