@@ -332,8 +332,8 @@ func (wk *snapWalker) children(n *node) []*node {
 // and among the removed. Two entries with one name are the same node,
 // since a directory held one node per name at the capture. Names never
 // change, so this needs no lock. A large directory is sorted as (8-byte
-// name prefix, node) entries, which compare mostly without touching the
-// nodes or the names' bytes.
+// name prefix, node) entries (sortKeyed), which mostly sort without
+// touching the nodes or the names' bytes.
 func (wk *snapWalker) sortChildren(kids []*node) []*node {
 	if len(kids) < 2 {
 		return kids
