@@ -69,13 +69,45 @@ func (c *recentLogs) StoreLogs(logs []*raft.Log) error {
 	return nil
 }
 
-// DeleteRange empties the cache (compaction and truncation are rare) and
-// deletes from the store.
+// DeleteRange deletes from the store and drops the cached entries in
+// [min, max]. Compaction deletes from the front and a follower's
+// truncation from the back; the cache keeps the rest, so that the entries
+// raft is about to apply or send (a snapshot compacts the log every
+// 50,000–100,000 transactions) are still served from memory.
 func (c *recentLogs) DeleteRange(min, max uint64) error {
 	c.mu.Lock()
-	c.clearLocked()
+	c.dropLocked(min, max)
 	c.mu.Unlock()
 	return c.LogStore.DeleteRange(min, max)
+}
+
+// dropLocked drops the cached entries in [min, max]. A range that would
+// leave a gap in the middle empties the cache.
+func (c *recentLogs) dropLocked(min, max uint64) {
+	n := len(c.entries)
+	if n == 0 {
+		return
+	}
+	first, last := c.entries[0].Index, c.entries[n-1].Index
+	switch {
+	case max < first || min > last:
+	case min <= first && max < last:
+		drop := int(max - first + 1)
+		for _, l := range c.entries[:drop] {
+			c.bytes -= len(l.Data)
+		}
+		clear(c.entries[:drop])
+		c.entries = c.entries[drop:]
+	case min > first && max >= last:
+		keep := int(min - first)
+		for _, l := range c.entries[keep:] {
+			c.bytes -= len(l.Data)
+		}
+		clear(c.entries[keep:])
+		c.entries = c.entries[:keep]
+	default:
+		c.clearLocked()
+	}
 }
 
 func (c *recentLogs) clearLocked() {

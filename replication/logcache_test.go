@@ -38,7 +38,11 @@ func TestRecentLogsServesTheLatestEntries(t *testing.T) {
 		{"byte bound", [][]*raft.Log{entries(1, 4, maxCachedLogBytes/3)}, [2]uint64{}, []uint64{2, 4}, []uint64{1}},
 		{"an entry larger than the bound", [][]*raft.Log{entries(1, 1, maxCachedLogBytes+1)}, [2]uint64{}, nil, []uint64{1}},
 		{"a gap starts anew", [][]*raft.Log{entries(1, 3, 10), entries(10, 2, 10)}, [2]uint64{}, []uint64{10, 11}, nil},
-		{"a deletion empties it", [][]*raft.Log{entries(1, 5, 10)}, [2]uint64{4, 5}, nil, []uint64{1, 3}},
+		{"compaction drops the front", [][]*raft.Log{entries(1, 5, 10)}, [2]uint64{1, 3}, []uint64{4, 5}, nil},
+		{"truncation drops the back", [][]*raft.Log{entries(1, 5, 10)}, [2]uint64{4, 5}, []uint64{1, 3}, nil},
+		{"a deletion inside empties it", [][]*raft.Log{entries(1, 5, 10)}, [2]uint64{2, 3}, nil, []uint64{1, 4, 5}},
+		{"a deletion before keeps it", [][]*raft.Log{entries(5, 3, 10)}, [2]uint64{1, 2}, []uint64{5, 7}, nil},
+		{"a deletion of everything empties it", [][]*raft.Log{entries(5, 3, 10)}, [2]uint64{1, 9}, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +78,16 @@ func TestRecentLogsServesTheLatestEntries(t *testing.T) {
 			}
 			if c.bytes > maxCachedLogBytes || len(c.entries) > maxCachedLogs {
 				t.Fatalf("cache holds %d entries, %d bytes", len(c.entries), c.bytes)
+			}
+			held := 0
+			for i, l := range c.entries {
+				held += len(l.Data)
+				if i > 0 && l.Index != c.entries[i-1].Index+1 {
+					t.Fatalf("cached indexes %d, %d are not consecutive", c.entries[i-1].Index, l.Index)
+				}
+			}
+			if held != c.bytes {
+				t.Fatalf("cache counts %d bytes, holds %d", c.bytes, held)
 			}
 		})
 	}
