@@ -185,7 +185,7 @@ func Open(cfg Config) (*Node, error) {
 		log:      logger,
 		waiters:  newWaiters(),
 		applied:  newAppliedIndex(),
-		inflight: make(chan inflightEntry, 256),
+		inflight: make(chan inflightEntry, maxUnappliedEntries),
 		stop:     make(chan struct{}),
 	}
 	if cfg.ForwardTimeout <= 0 {
@@ -200,6 +200,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.queue.space = sync.NewCond(&n.queue.mu)
+	n.queue.flush = n.flush
 	n.wg.Add(1)
 	go n.collectLoop()
 	if n.clustered() {
@@ -633,7 +634,7 @@ func (n *Node) collectLoop() {
 				n.waiters.trigger(p.id, Outcome{Err: fmt.Errorf("%w: %v", ErrNotReplicated, err)})
 			}
 		}
-		if committed > 0 && len(n.inflight) == 0 && n.queue.idle() {
+		if idle := n.queue.done(); committed > 0 && idle {
 			n.announceCommit(committed)
 			committed = 0
 		}

@@ -1,0 +1,92 @@
+package replication
+
+import (
+	"slices"
+	"sync"
+	"testing"
+)
+
+// recordingQueue is a proposal queue whose flushes are recorded, as
+// batches of proposal ids, instead of reaching raft.
+type recordingQueue struct {
+	proposalQueue
+	batches [][]uint64
+}
+
+func newRecordingQueue() *recordingQueue {
+	q := &recordingQueue{}
+	q.space = sync.NewCond(&q.mu)
+	q.flush = func(batch []proposal) {
+		ids := make([]uint64, len(batch))
+		for i, p := range batch {
+			ids[i] = p.id
+		}
+		q.batches = append(q.batches, ids)
+	}
+	return q
+}
+
+func proposals(ids ...uint64) []proposal {
+	ps := make([]proposal, len(ids))
+	for i, id := range ids {
+		ps[i] = proposal{id: id, size: 10}
+	}
+	return ps
+}
+
+// TestQueueBoundsEntriesOut: proposals are flushed at once while fewer than
+// maxUnappliedEntries entries are out; beyond that they wait, and the
+// completion of an entry flushes everything that waited as one entry, in
+// the order it was queued.
+func TestQueueBoundsEntriesOut(t *testing.T) {
+	q := newRecordingQueue()
+	next := uint64(1)
+	for range maxUnappliedEntries {
+		if !q.add(proposals(next)) {
+			t.Fatal("queue refused a proposal")
+		}
+		next++
+	}
+	if len(q.batches) != maxUnappliedEntries {
+		t.Fatalf("%d entries flushed below the bound, want %d", len(q.batches), maxUnappliedEntries)
+	}
+	waiting := []uint64{next, next + 1, next + 2}
+	for _, id := range waiting {
+		q.add(proposals(id))
+	}
+	if len(q.batches) != maxUnappliedEntries {
+		t.Fatalf("%d entries flushed with %d out, want none more", len(q.batches)-maxUnappliedEntries, maxUnappliedEntries)
+	}
+	if idle := q.done(); idle {
+		t.Fatal("done reported idle with entries out")
+	}
+	if got := q.batches[len(q.batches)-1]; !slices.Equal(got, waiting) {
+		t.Fatalf("entry flushed on completion carries %v, want %v", got, waiting)
+	}
+	for range maxUnappliedEntries - 1 {
+		q.done()
+	}
+	if idle := q.done(); !idle {
+		t.Fatal("done did not report idle once every entry was seen through")
+	}
+}
+
+// TestQueueCloseReturnsWaiting: closing hands back the proposals still
+// waiting and refuses later ones.
+func TestQueueCloseReturnsWaiting(t *testing.T) {
+	q := newRecordingQueue()
+	for id := range uint64(maxUnappliedEntries + 2) {
+		q.add(proposals(id))
+	}
+	left := q.close()
+	if len(left) != 2 || left[0].id != maxUnappliedEntries || left[1].id != maxUnappliedEntries+1 {
+		t.Fatalf("close returned %v, want the last two proposals", left)
+	}
+	if q.add(proposals(99)) {
+		t.Fatal("a closed queue accepted a proposal")
+	}
+	q.done()
+	if n := len(q.batches); n != maxUnappliedEntries {
+		t.Fatalf("%d entries flushed after close, want %d", n, maxUnappliedEntries)
+	}
+}
