@@ -33,12 +33,15 @@ const maxQueued = 4096
 
 // maxUnappliedEntries bounds the entries out at a time. Each entry costs
 // every member the same fixed work whatever it carries (raft's bookkeeping,
-// a frame in the log, a message to each follower, an apply). With 256
-// allowed, an entry carried 1–2 creates in a 3-member run with 512
-// requests in flight; with 4, fixed work (300,000 creates of 1 KiB, 32 ×
-// 16) took 28.2–28.9 µs of CPU per create summed over the members instead
-// of 35.3–38.8, and a standalone server 7.9–8.1 µs instead of 9.5–10.1.
-const maxUnappliedEntries = 4
+// a log frame, a message to each follower, an apply). With 256 allowed, an
+// entry carried 1–2 creates in a 3-member run with 512 requests in flight;
+// with a bound of 4, fixed work (300,000 creates of 1 KiB, 32 × 16) took
+// 28.2–28.9 µs of CPU per create summed over the members instead of
+// 35.3–38.8, and a standalone server 7.9–8.1 µs instead of 9.5–10.1. 2, 4
+// and 8 do as well as each other there; 8 keeps session churn (8 workers
+// connecting and closing through three members), where 4 made proposals
+// wait, at the unbounded rate.
+const maxUnappliedEntries = 8
 
 // idleLocked reports whether nothing is waiting, out or being flushed.
 func (q *proposalQueue) idleLocked() bool {
