@@ -1,9 +1,12 @@
 package replication
 
 import (
+	"bytes"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/zkserverd/zkserverd/txnlog"
 )
 
 // recordingQueue is a proposal queue whose flushes are recorded, as
@@ -88,5 +91,38 @@ func TestQueueCloseReturnsWaiting(t *testing.T) {
 	q.done()
 	if n := len(q.batches); n != maxUnappliedEntries {
 		t.Fatalf("%d entries flushed after close, want %d", n, maxUnappliedEntries)
+	}
+}
+
+// TestForwardedBatchRoundTrip: a batch framed for the leader decodes into
+// each transaction's own encoding, local and forwarded alike, whether the
+// size estimates are exact, short or long.
+func TestForwardedBatchRoundTrip(t *testing.T) {
+	local := createTxn("/local")
+	forwarded := txnlog.EncodeTxn(nil, createTxn("/forwarded/elsewhere"))
+	tests := []struct {
+		name  string
+		slack int // added to each local proposal's size estimate
+	}{{"exact", 0}, {"short", -20}, {"long", 300}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			batch := []proposal{
+				{txn: local, size: txnlog.SizeHint(local) + tc.slack},
+				{encoded: forwarded, size: len(forwarded)},
+				{txn: createTxn("/"), size: txnlog.SizeHint(createTxn("/")) + tc.slack},
+			}
+			got, err := decodeBatch(encodeBatch(batch))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(batch) {
+				t.Fatalf("decoded %d transactions, want %d", len(got), len(batch))
+			}
+			for i := range batch {
+				if want := batch[i].appendTo(nil); !bytes.Equal(got[i], want) {
+					t.Fatalf("transaction %d decoded as %x, want %x", i, got[i], want)
+				}
+			}
+		})
 	}
 }

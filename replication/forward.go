@@ -317,14 +317,22 @@ func (n *Node) writeForwardReplies(c net.Conn, replies <-chan fwdReply) {
 	}
 }
 
-// encodeBatch / decodeBatch frame a list of encoded transactions.
-func encodeBatch(txns [][]byte) []byte {
-	e := jute.NewEncoder(nil)
-	e.Int(int32(len(txns)))
-	for _, t := range txns {
-		e.Buffer(t)
+// encodeBatch / decodeBatch frame a list of encoded transactions: a jute
+// int count, then each transaction as a jute buffer. encodeBatch encodes
+// every transaction in place, into one buffer sized from the proposals'
+// estimates.
+func encodeBatch(batch []proposal) []byte {
+	size := 4
+	for i := range batch {
+		size += 4 + batch[i].size
 	}
-	return e.Bytes()
+	b := binary.BigEndian.AppendUint32(make([]byte, 0, size), uint32(len(batch)))
+	for i := range batch {
+		at := len(b)
+		b = batch[i].appendTo(append(b, 0, 0, 0, 0))
+		binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	}
+	return b
 }
 
 func decodeBatch(b []byte) ([][]byte, error) {

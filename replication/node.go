@@ -573,14 +573,7 @@ func (n *Node) commitBatch(batch []proposal) (future, []byte) {
 		}
 		return n.raft.Apply(entry, 0), entry
 	}
-	txns := make([][]byte, len(batch))
-	for i := range batch {
-		txns[i] = batch[i].encoded
-		if txns[i] == nil {
-			txns[i] = batch[i].appendTo(make([]byte, 0, batch[i].size))
-		}
-	}
-	return &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(txns))}, nil
+	return &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(batch))}, nil
 }
 
 // enqueueForwarded puts transactions forwarded by another member into this
