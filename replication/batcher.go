@@ -36,11 +36,11 @@ const maxQueued = 4096
 // a log frame, a message to each follower, an apply). With 256 allowed, an
 // entry carried 1–2 creates in a 3-member run with 512 requests in flight;
 // with a bound of 4, fixed work (300,000 creates of 1 KiB, 32 × 16) took
-// 28.2–28.9 µs of CPU per create summed over the members instead of
-// 35.3–38.8, and a standalone server 7.9–8.1 µs instead of 9.5–10.1. 2, 4
-// and 8 do as well as each other there; 8 keeps session churn (8 workers
-// connecting and closing through three members), where 4 made proposals
-// wait, at the unbounded rate.
+// 28.4–31.6 µs of CPU per create summed over the members instead of
+// 36.1–42.6, and a standalone server (400,000 creates) 9.3–9.8 µs instead
+// of 10.8–11.6. 2, 4 and 8 do as well as each other there; 8 keeps session
+// churn (8 workers connecting and closing through three members), where 4
+// made proposals wait, at the unbounded rate.
 const maxUnappliedEntries = 8
 
 // idleLocked reports whether nothing is waiting, out or being flushed.
