@@ -81,32 +81,31 @@ func (c *recentLogs) DeleteRange(min, max uint64) error {
 	return c.LogStore.DeleteRange(min, max)
 }
 
-// dropLocked drops the cached entries in [min, max]. A range that would
-// leave a gap in the middle empties the cache.
-func (c *recentLogs) dropLocked(min, max uint64) {
+// dropLocked drops the cached entries in [from, to]: a run at the front
+// or at the back. A range that would leave a gap in the middle, or that
+// covers every entry, empties the cache.
+func (c *recentLogs) dropLocked(from, to uint64) {
 	n := len(c.entries)
-	if n == 0 {
+	if n == 0 || to < c.entries[0].Index || from > c.entries[n-1].Index {
 		return
 	}
-	first, last := c.entries[0].Index, c.entries[n-1].Index
-	switch {
-	case max < first || min > last:
-	case min <= first && max < last:
-		drop := int(max - first + 1)
-		for _, l := range c.entries[:drop] {
-			c.bytes -= len(l.Data)
-		}
-		clear(c.entries[:drop])
-		c.entries = c.entries[drop:]
-	case min > first && max >= last:
-		keep := int(min - first)
-		for _, l := range c.entries[keep:] {
-			c.bytes -= len(l.Data)
-		}
-		clear(c.entries[keep:])
-		c.entries = c.entries[:keep]
-	default:
+	first := c.entries[0].Index
+	lo, hi := int(max(from, first)-first), n
+	if to < c.entries[n-1].Index {
+		hi = int(to-first) + 1
+	}
+	if (lo > 0) == (hi < n) {
 		c.clearLocked()
+		return
+	}
+	for _, l := range c.entries[lo:hi] {
+		c.bytes -= len(l.Data)
+	}
+	clear(c.entries[lo:hi])
+	if lo == 0 {
+		c.entries = c.entries[hi:]
+	} else {
+		c.entries = c.entries[:lo]
 	}
 }
 
