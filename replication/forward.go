@@ -343,7 +343,14 @@ func decodeBatch(b []byte) ([][]byte, error) {
 	}
 	out := make([][]byte, 0, n)
 	for i := 0; i < n && d.Err() == nil; i++ {
-		out = append(out, d.Buffer())
+		txn := d.Buffer()
+		if len(txn) == 0 && d.Err() == nil {
+			// No encoded transaction is empty, and a null one would
+			// reach the batcher as a local proposal without a
+			// transaction.
+			return nil, fmt.Errorf("empty transaction %d of %d in batch", i, n)
+		}
+		out = append(out, txn)
 	}
 	return out, d.Finish(true)
 }
