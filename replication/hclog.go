@@ -20,7 +20,21 @@ func newHCLogger(l *slog.Logger) hclog.Logger {
 	return &slogHC{Logger: hclog.NewNullLogger(), l: l.With("component", "raft")}
 }
 
+// routineRaftWarnings are raft warnings that are routine in this server,
+// logged at debug instead. "failed to get previous log" is a follower
+// refusing an append whose previous entry it lacks: a commit announcement
+// (transport.go) that overtook the append carrying its entry does that
+// dozens of times a second under load, and is asked again; a follower that
+// is really behind is caught up by raft without anyone's help.
+var routineRaftWarnings = map[string]bool{"failed to get previous log": true}
+
 func (h *slogHC) log(level slog.Level, msg string, args []interface{}) {
+	if level == slog.LevelWarn && routineRaftWarnings[msg] {
+		level = slog.LevelDebug
+	}
+	if !h.l.Enabled(context.Background(), level) {
+		return
+	}
 	for i, a := range args {
 		// hclog.Fmt values are deferred Sprintf calls.
 		if f, ok := a.(hclog.Format); ok && len(f) > 0 {

@@ -1,0 +1,47 @@
+package replication
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// TestRaftLinesReachSlog: raft's lines keep their level, formatted
+// arguments and component, except the routine warnings, which go to debug.
+func TestRaftLinesReachSlog(t *testing.T) {
+	tests := []struct {
+		name  string
+		level slog.Level // the logger's
+		log   func(hclog.Logger)
+		want  string // in the output; "" for no output
+	}{
+		{"warning", slog.LevelWarn, func(l hclog.Logger) { l.Warn("heartbeat timeout reached", "last", hclog.Fmt("%d ms", 5)) },
+			`level=WARN msg="heartbeat timeout reached" component=raft last="5 ms"`},
+		{"routine warning at warn", slog.LevelWarn, func(l hclog.Logger) { l.Warn("failed to get previous log", "previous-index", 9) }, ""},
+		{"routine warning at debug", slog.LevelDebug, func(l hclog.Logger) { l.Warn("failed to get previous log", "previous-index", 9) },
+			`level=DEBUG msg="failed to get previous log" component=raft previous-index=9`},
+		{"info at warn", slog.LevelWarn, func(l hclog.Logger) { l.Info("entering follower state") }, ""},
+		{"error by level", slog.LevelInfo, func(l hclog.Logger) { l.Log(hclog.Error, "failed to append") },
+			`level=ERROR msg="failed to append" component=raft`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			l := newHCLogger(slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: tc.level})))
+			tc.log(l)
+			got := out.String()
+			if tc.want == "" {
+				if got != "" {
+					t.Fatalf("logged %q, want nothing", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("logged %q, want it to contain %q", got, tc.want)
+			}
+		})
+	}
+}
