@@ -453,6 +453,9 @@ func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	if vfs == nil {
 		vfs = walfs.New()
 	}
+	deleter := &segmentDeleter{VFS: vfs, log: n.log}
+	n.closers = append(n.closers, deleter.wait) // after the WAL's Close
+	vfs = deleteFS{VFS: vfs, d: deleter}
 	if n.cfg.ForceSync {
 		n.lsync = newLeaderSync()
 		n.closers = append(n.closers, n.lsync.close)

@@ -248,14 +248,20 @@ func verifySnapshot(f *os.File, m *snapFileMeta) error {
 	return err
 }
 
-// reap removes the snapshots beyond the newest retain.
+// reap removes the snapshots beyond the newest retain, shrinking each
+// state.bin first so that the log's fsyncs do not wait for all of its
+// blocks to be freed at once (shrinkFile).
 func (s *snapshotStore) reap() error {
 	all, err := s.all()
 	if err != nil {
 		return err
 	}
 	for _, m := range all[min(len(all), s.retain):] {
-		if err := os.RemoveAll(filepath.Join(s.dir, m.ID)); err != nil {
+		dir := filepath.Join(s.dir, m.ID)
+		if err := shrinkFile(filepath.Join(dir, snapStateFile)); err != nil && !os.IsNotExist(err) {
+			s.log.Debug("shrink old snapshot", "id", m.ID, "err", err)
+		}
+		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("replication: remove old snapshot %s: %w", m.ID, err)
 		}
 	}

@@ -2,7 +2,10 @@ package replication
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
+	"sync"
 	"sync/atomic"
 
 	walfs "github.com/hashicorp/raft-wal/fs"
@@ -132,4 +135,105 @@ func (f *zeroFile) Sync() error {
 		return nil
 	}
 	return datasync(&file.File)
+}
+
+// segmentDeleter deletes the WAL's old segment files on a goroutine of its
+// own, each shrunk first (shrinkFile). raft-wal deletes the segments a
+// compaction freed while it still holds its write lock (the old state's
+// finalizer runs when DeleteRange releases it, before the lock), and
+// removing a written 64 MiB segment and syncing its directory took 16-28 ms
+// on the benchmark disk: every append waited, once or twice per snapshot,
+// and that was the p99.9 of a standalone 1 KiB set run. Deleting later is
+// safe: a segment's file name carries its ID, which only grows, so a name
+// is never reused; and raft-wal deletes, when it opens, any segment file its
+// metadata does not list, so a file a crash left behind goes then. Its
+// fields are guarded by mu.
+type segmentDeleter struct {
+	types.VFS // the file system that deletes
+	log       *slog.Logger
+
+	mu      sync.Mutex
+	queue   []string // paths (dir, name) still to delete, in pairs
+	running bool     // a goroutine is draining queue
+	done    sync.WaitGroup
+}
+
+// deleteFS is a WAL file system whose Delete queues the file for d.
+type deleteFS struct {
+	types.VFS
+	d *segmentDeleter
+}
+
+func (f deleteFS) Delete(dir, name string) error {
+	f.d.add(dir, name)
+	return nil
+}
+
+// add queues dir/name and starts a goroutine to delete it if none runs.
+func (d *segmentDeleter) add(dir, name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.queue = append(d.queue, dir, name)
+	if !d.running {
+		d.running = true
+		d.done.Add(1)
+		go d.drain()
+	}
+}
+
+// drain deletes queued files until none is left.
+func (d *segmentDeleter) drain() {
+	defer d.done.Done()
+	for {
+		d.mu.Lock()
+		if len(d.queue) == 0 {
+			d.running = false
+			d.mu.Unlock()
+			return
+		}
+		dir, name := d.queue[0], d.queue[1]
+		d.queue = d.queue[2:]
+		d.mu.Unlock()
+		if err := shrinkFile(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
+			d.log.Debug("shrink old log segment", "dir", dir, "name", name, "err", err)
+		}
+		if err := d.VFS.Delete(dir, name); err != nil && !os.IsNotExist(err) {
+			d.log.Warn("delete old log segment", "dir", dir, "name", name, "err", err)
+		}
+	}
+}
+
+// wait returns once every queued file is deleted.
+func (d *segmentDeleter) wait() error {
+	d.done.Wait()
+	return nil
+}
+
+// shrinkStep is how much shrinkFile frees at a time.
+const shrinkStep = 1 << 20
+
+// shrinkFile truncates the file at path to nothing, shrinkStep at a time,
+// before it is removed. Freeing a large file's blocks in one go is one long
+// file-system journal transaction (longer still where the file system
+// discards freed blocks, as ext4 mounted with -o discard does), and every
+// fsync of the log waits for it: unlinking two 64 MiB files at once held a
+// concurrent writer's fdatasync for 10 ms. Freed a step at a time, the same
+// writer's syncs stayed under 0.7 ms, and the two files took 40 ms.
+func shrinkFile(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	for size := fi.Size(); size > 0; {
+		size = max(0, size-shrinkStep)
+		if err := f.Truncate(size); err != nil {
+			return err
+		}
+	}
+	return nil
 }
