@@ -153,10 +153,13 @@ type segmentDeleter struct {
 	log       *slog.Logger
 
 	mu      sync.Mutex
-	queue   []string // paths (dir, name) still to delete, in pairs
-	running bool     // a goroutine is draining queue
+	queue   []walFile // still to delete
+	running bool      // a goroutine is draining queue
 	done    sync.WaitGroup
 }
+
+// walFile names a file of the WAL as its file system does.
+type walFile struct{ dir, name string }
 
 // deleteFS is a WAL file system whose Delete queues the file for d.
 type deleteFS struct {
@@ -173,7 +176,7 @@ func (f deleteFS) Delete(dir, name string) error {
 func (d *segmentDeleter) add(dir, name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.queue = append(d.queue, dir, name)
+	d.queue = append(d.queue, walFile{dir, name})
 	if !d.running {
 		d.running = true
 		d.done.Add(1)
@@ -191,14 +194,14 @@ func (d *segmentDeleter) drain() {
 			d.mu.Unlock()
 			return
 		}
-		dir, name := d.queue[0], d.queue[1]
-		d.queue = d.queue[2:]
+		f := d.queue[0]
+		d.queue = d.queue[1:]
 		d.mu.Unlock()
-		if err := shrinkFile(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
-			d.log.Debug("shrink old log segment", "dir", dir, "name", name, "err", err)
+		if err := shrinkFile(filepath.Join(f.dir, f.name)); err != nil && !os.IsNotExist(err) {
+			d.log.Debug("shrink old log segment", "dir", f.dir, "name", f.name, "err", err)
 		}
-		if err := d.VFS.Delete(dir, name); err != nil && !os.IsNotExist(err) {
-			d.log.Warn("delete old log segment", "dir", dir, "name", name, "err", err)
+		if err := d.VFS.Delete(f.dir, f.name); err != nil && !os.IsNotExist(err) {
+			d.log.Warn("delete old log segment", "dir", f.dir, "name", f.name, "err", err)
 		}
 	}
 }

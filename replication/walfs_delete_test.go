@@ -1,13 +1,20 @@
 package replication
 
 import (
+	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	walfs "github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
 	"github.com/hashicorp/raft-wal/types"
 )
 
@@ -115,4 +122,70 @@ func TestSegmentDeleterDeletesInTheBackground(t *testing.T) {
 			t.Fatalf("%s was %d bytes when deleted, want shrunk to 0", names[i], sz)
 		}
 	}
+}
+
+// TestWALCompactionDeletesThroughTheDeleter: with raft-wal behind deleteFS,
+// as openWAL builds it, the segments a head compaction frees are gone once
+// the deleter is done, and the rest of the log still reads.
+func TestWALCompactionDeletesThroughTheDeleter(t *testing.T) {
+	dir := t.TempDir()
+	d := &segmentDeleter{VFS: walfs.New(), log: slog.New(slog.DiscardHandler)}
+	bolt := &metadb.BoltMetaDB{}
+	store, err := wal.Open(dir, wal.WithMetaStore(bolt), wal.WithSegmentSize(64<<10),
+		wal.WithSegmentFiler(segment.NewFiler(dir, deleteFS{VFS: d.VFS, d: d})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	data := bytes.Repeat([]byte{7}, 4<<10)
+	const last = 200 // ~800 KiB: a dozen segments of 64 KiB
+	for i := uint64(1); i <= last; i++ {
+		if err := store.StoreLog(&raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := segmentFiles(t, dir)
+	if len(before) < 8 {
+		t.Fatalf("%d segment files for %d entries of 4 KiB; want many", len(before), last)
+	}
+	if err := store.DeleteRange(1, last-10); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.wait(); err != nil {
+		t.Fatal(err)
+	}
+	after := segmentFiles(t, dir)
+	if len(after) > 2 {
+		t.Fatalf("%d segment files left after compacting to the last 10 entries: %v", len(after), after)
+	}
+	reopened, err := wal.Open(dir, wal.WithMetaStore(bolt), wal.WithSegmentSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	var l raft.Log
+	if err := reopened.GetLog(last, &l); err != nil || !bytes.Equal(l.Data, data) {
+		t.Fatalf("entry %d after compaction: %v", last, err)
+	}
+	if err := reopened.GetLog(1, &l); err == nil {
+		t.Fatal("entry 1 still readable after compaction")
+	}
+}
+
+func segmentFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".wal") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
 }
