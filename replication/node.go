@@ -372,7 +372,13 @@ func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 		rc.ElectionTimeout = timeout
 		rc.LeaderLeaseTimeout = timeout / 2
 	}
-	rc.CommitTimeout = 5 * time.Millisecond
+	// An idle leader sends every follower an append each CommitTimeout
+	// (randomized up to twice that) to carry its commit index. Followers
+	// learn commits from the appends that carry entries and from the
+	// collector's announcements (announceCommit), so this is only a
+	// fallback: at 5 ms those idle appends were most of an idle
+	// ensemble's CPU, and 50 ms (raft's default) halved it.
+	rc.CommitTimeout = 50 * time.Millisecond
 	if cfg.commitTimeout > 0 {
 		rc.CommitTimeout = cfg.commitTimeout
 	}
