@@ -461,7 +461,7 @@ func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	}
 	deleter := &segmentDeleter{VFS: vfs, log: n.log}
 	n.closers = append(n.closers, deleter.wait) // after the WAL's Close
-	vfs = deleteFS{VFS: vfs, d: deleter}
+	vfs = deleter
 	if n.cfg.ForceSync {
 		n.lsync = newLeaderSync()
 		n.closers = append(n.closers, n.lsync.close)

@@ -137,8 +137,9 @@ func (f *zeroFile) Sync() error {
 	return datasync(&file.File)
 }
 
-// segmentDeleter deletes the WAL's old segment files on a goroutine of its
-// own, each shrunk first (shrinkFile). raft-wal deletes the segments a
+// segmentDeleter is the WAL's file system with Delete moved to a goroutine
+// of its own: each old segment file is shrunk (shrinkFile) and then deleted
+// by the wrapped file system. raft-wal deletes the segments a
 // compaction freed while it still holds its write lock (the old state's
 // finalizer runs when DeleteRange releases it, before the lock), and
 // removing a written 64 MiB segment and syncing its directory took 16-28 ms
@@ -161,19 +162,8 @@ type segmentDeleter struct {
 // walFile names a file of the WAL as its file system does.
 type walFile struct{ dir, name string }
 
-// deleteFS is a WAL file system whose Delete queues the file for d.
-type deleteFS struct {
-	types.VFS
-	d *segmentDeleter
-}
-
-func (f deleteFS) Delete(dir, name string) error {
-	f.d.add(dir, name)
-	return nil
-}
-
-// add queues dir/name and starts a goroutine to delete it if none runs.
-func (d *segmentDeleter) add(dir, name string) {
+// Delete queues dir/name and starts a goroutine to delete it if none runs.
+func (d *segmentDeleter) Delete(dir, name string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.queue = append(d.queue, walFile{dir, name})
@@ -182,6 +172,7 @@ func (d *segmentDeleter) add(dir, name string) {
 		d.done.Add(1)
 		go d.drain()
 	}
+	return nil
 }
 
 // drain deletes queued files until none is left.

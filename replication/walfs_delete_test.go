@@ -85,11 +85,10 @@ func TestSegmentDeleterDeletesInTheBackground(t *testing.T) {
 	}
 	inner := &blockingDeleteFS{release: make(chan struct{})}
 	d := &segmentDeleter{VFS: inner, log: slog.New(slog.DiscardHandler)}
-	fs := deleteFS{VFS: inner, d: d}
 	returned := make(chan error, len(names))
 	go func() {
 		for _, n := range names {
-			returned <- fs.Delete(dir, n)
+			returned <- d.Delete(dir, n)
 		}
 	}()
 	for range names {
@@ -124,7 +123,7 @@ func TestSegmentDeleterDeletesInTheBackground(t *testing.T) {
 	}
 }
 
-// TestWALCompactionDeletesThroughTheDeleter: with raft-wal behind deleteFS,
+// TestWALCompactionDeletesThroughTheDeleter: with raft-wal behind the deleter,
 // as openWAL builds it, the segments a head compaction frees are gone once
 // the deleter is done, and the rest of the log still reads.
 func TestWALCompactionDeletesThroughTheDeleter(t *testing.T) {
@@ -132,7 +131,7 @@ func TestWALCompactionDeletesThroughTheDeleter(t *testing.T) {
 	d := &segmentDeleter{VFS: walfs.New(), log: slog.New(slog.DiscardHandler)}
 	bolt := &metadb.BoltMetaDB{}
 	store, err := wal.Open(dir, wal.WithMetaStore(bolt), wal.WithSegmentSize(64<<10),
-		wal.WithSegmentFiler(segment.NewFiler(dir, deleteFS{VFS: d.VFS, d: d})))
+		wal.WithSegmentFiler(segment.NewFiler(dir, d)))
 	if err != nil {
 		t.Fatal(err)
 	}
