@@ -68,10 +68,13 @@ type Config struct {
 	MinSessionTimeout int // 0 (or -1) = 2*TickTime; see EffectiveMinSessionTimeout
 	MaxSessionTimeout int // 0 (or -1) = 20*TickTime; see EffectiveMaxSessionTimeout
 
-	MaxClientCnxns         int   // per client IP, default 60, 0 = unlimited
-	GlobalOutstandingLimit int   // default 1000
-	SnapCount              int   // default 100000
-	PreAllocSize           int64 // KB, default 65536 (informational)
+	MaxClientCnxns         int // per client IP, default 60, 0 = unlimited
+	GlobalOutstandingLimit int // default 1000
+	SnapCount              int // default 100000
+	// FsyncWarningThresholdMs is fsync.warningthresholdms: a log fsync
+	// slower than this is logged and counted (default 1000).
+	FsyncWarningThresholdMs int64
+	PreAllocSize            int64 // KB, default 65536 (informational)
 
 	AutopurgeSnapRetainCount int // default 3 (values below 3 become 3)
 	AutopurgePurgeInterval   int // hours, default 0 = off
@@ -156,6 +159,7 @@ func Default() Config {
 		MaxClientCnxns:           60,
 		GlobalOutstandingLimit:   1000,
 		SnapCount:                100000,
+		FsyncWarningThresholdMs:  1000,
 		PreAllocSize:             65536,
 		AutopurgeSnapRetainCount: 3,
 		FourLetterWordWhitelist:  []string{"srvr"},

@@ -221,6 +221,8 @@ func (p *parser) setPropertyKey(key, name, v string) (bool, error) {
 		c.AdminIdleTimeout, err = decodeInt(key, v)
 	case "snapCount":
 		c.SnapCount, err = decodeInt(key, v)
+	case "fsync.warningthresholdms":
+		c.FsyncWarningThresholdMs, err = decodeLong(key, v)
 	case "preAllocSize":
 		c.PreAllocSize, err = decodeLong(key, v)
 	case "globalOutstandingLimit":
@@ -405,7 +407,7 @@ func knownUninterpreted(key string) bool {
 		"txnLogSizeLimitInKb", "commitLogCount", "serverCnxnFactory", "maxCnxns",
 		"snapshot.trust.empty", "watchManagerName", "superUser",
 		"X509AuthenticationProvider.superUser", "closeSessionTxn.enabled", "leaderServes",
-		"maxBatchSize", "flushDelay", "maxWriteQueuePollTime", "fsync.warningthresholdms",
+		"maxBatchSize", "flushDelay", "maxWriteQueuePollTime",
 		"cnxTimeout", "electionPortBindRetry", "tcpKeepAlive",
 		"jute.maxbuffer.extrasize", "largeRequestMaxBytes", "largeRequestThreshold",
 		"emulate353TTLNodes", "requireClientAuthScheme", "allowSaslFailedClients",

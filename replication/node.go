@@ -87,6 +87,12 @@ type Config struct {
 	// Join starts a member that is not in the ensemble yet: it does not
 	// bootstrap and waits for the leader to add it (reconfig).
 	Join bool
+	// FsyncWarningThreshold is zoo.cfg fsync.warningthresholdms: a log
+	// fsync that takes longer is counted (SlowLogSyncs) and logged.
+	// 0 means ZooKeeper's default, 1 s.
+	FsyncWarningThreshold time.Duration
+	// OnLogSync, when set, receives the duration of every log fsync.
+	OnLogSync func(time.Duration)
 	// Logger receives structured logs (nil: discarded).
 	Logger *slog.Logger
 
@@ -135,6 +141,7 @@ type Node struct {
 	applied *appliedIndex
 	closers []func() error
 	lsync   *leaderSync               // the WAL's deferred leader fsyncs (nil without WAL and forceSync)
+	syncs   *logSyncs                 // times the WAL's fsyncs
 	running atomic.Pointer[raft.Raft] // raft once NewRaft returned (read by raft's own goroutines)
 	lt      *leaderTransport          // an ensemble member's raft transport (nil when standalone)
 	peers   *peerSet
@@ -191,6 +198,11 @@ func Open(cfg Config) (*Node, error) {
 	if cfg.ForwardTimeout <= 0 {
 		n.cfg.ForwardTimeout = 10 * time.Second
 	}
+	threshold := cfg.FsyncWarningThreshold
+	if threshold <= 0 {
+		threshold = defaultFsyncWarningThreshold
+	}
+	n.syncs = &logSyncs{threshold: threshold, observe: cfg.OnLogSync, log: logger}
 	n.nextID.Store(uint64(cfg.ServerID)<<56 | uint64(time.Now().UnixNano())&(1<<48-1)<<8)
 	n.peers = newPeerSet(cfg.Peers)
 	n.fwd = newForwarder(n)
@@ -465,7 +477,7 @@ func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	if n.cfg.ForceSync {
 		n.lsync = newLeaderSync()
 		n.closers = append(n.closers, n.lsync.close)
-		vfs, meta = syncFS{VFS: zeroFS{vfs}, sync: n.lsync}, syncMeta{MetaStore: bolt, sync: n.lsync}
+		vfs, meta = syncFS{VFS: zeroFS{VFS: vfs, syncs: n.syncs}, sync: n.lsync}, syncMeta{MetaStore: bolt, sync: n.lsync}
 	} else {
 		vfs = noSyncFS(vfs)
 	}

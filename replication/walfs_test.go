@@ -136,7 +136,7 @@ func TestZeroFSZeroesAhead(t *testing.T) {
 	dir := t.TempDir()
 	const size = 4*zeroChunk + 1000
 	var writes []writeRecord
-	fs := zeroFS{recordingFS(walfs.New(), &writes)}
+	fs := zeroFS{VFS: recordingFS(walfs.New(), &writes)}
 	w, err := fs.Create(dir, "seg", size)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +190,7 @@ func TestZeroFSZeroesAhead(t *testing.T) {
 func TestZeroFSSync(t *testing.T) {
 	dir := t.TempDir()
 	syncs := 0
-	fs := zeroFS{countingFS(walfs.New(), &syncs)}
+	fs := zeroFS{VFS: countingFS(walfs.New(), &syncs)}
 	w, err := fs.Create(dir, "counted", 8192)
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +205,7 @@ func TestZeroFSSync(t *testing.T) {
 	}
 	w.Close()
 
-	real, err := zeroFS{walfs.New()}.Create(dir, "real", 8192)
+	real, err := zeroFS{VFS: walfs.New()}.Create(dir, "real", 8192)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -451,7 +451,7 @@ func (s *Server) serverStatsFields() jsonObject {
 	stats := jsonObject{
 		{"packets_sent", s.stats.packetsSent.Load()},
 		{"packets_received", s.stats.packetsReceived.Load()},
-		{"fsync_threshold_exceed_count", 0},
+		{"fsync_threshold_exceed_count", s.node.SlowLogSyncs()},
 		{"client_response_stats", resp},
 		{"data_dir_size", conf.DirSize(s.snapDir())},
 		{"log_dir_size", conf.DirSize(s.txnLogDir())},

@@ -575,7 +575,6 @@ func (c *conn) complete(p *pending) []byte {
 		if !ok {
 			return nil
 		}
-		c.s.observeCommit(time.Since(p.received))
 		if o.Err != nil {
 			c.log.Warn("write not replicated; dropping connection", "op", p.op, "err", o.Err)
 			c.abort("write outcome unknown")

@@ -328,6 +328,7 @@ func (s *Server) monitorValues() []keyValue {
 	}
 	kvs = append(kvs, s.stats.readLatency.summaryValues("readlatency")...)
 	kvs = append(kvs, s.stats.updateLatency.summaryValues("updatelatency")...)
+	kvs = append(kvs, s.stats.fsyncTime.summaryValues("fsynctime")...)
 	return append(kvs, s.quorumValues()...)
 }
 

@@ -59,7 +59,7 @@ func newServerMetrics() *serverMetrics {
 		updateLatency: newLatencySummary("updatelatency",
 			"Latency of write requests, from arrival to reply, in milliseconds.", advanced, summaryMaxAge),
 		fsyncTime: newLatencySummary("fsynctime",
-			"Time for a write to be committed to the replicated log (durably written), in milliseconds.",
+			"Time of one fsync of the transaction log, in milliseconds.",
 			[]float64{0.5}, summaryMaxAge),
 	}
 }
@@ -79,9 +79,10 @@ func (s *Server) observeRequest(op jute.OpCode, d time.Duration) {
 	s.ops.metrics.readLatency.Observe(d)
 }
 
-// observeCommit records how long a write took from submission to its
-// commit outcome (fsynctime; see docs/monitoring.md).
-func (s *Server) observeCommit(d time.Duration) {
+// observeLogSync records one fsync of the log (fsynctime, in mntr and
+// /metrics). It runs on the log's syncing goroutines.
+func (s *Server) observeLogSync(d time.Duration) {
+	s.stats.fsyncTime.add(d)
 	if s.ops == nil {
 		return
 	}

@@ -121,7 +121,7 @@ func TestMetricsFollowOperations(t *testing.T) {
 }
 
 // TestObserveRequest checks the split of latencies between readlatency and
-// updatelatency, and fsynctime.
+// updatelatency, and fsynctime's unit.
 func TestObserveRequest(t *testing.T) {
 	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
 	before := scrape(t, s)
@@ -130,7 +130,7 @@ func TestObserveRequest(t *testing.T) {
 	s.observeRequest(jute.OpCreate, 7*time.Millisecond)
 	s.observeRequest(jute.OpCloseSession, 500*time.Microsecond)
 	s.observeRequest(jute.OpAuth, time.Second)
-	s.observeCommit(3 * time.Millisecond)
+	s.observeLogSync(3 * time.Millisecond)
 	after := scrape(t, s)
 	cases := []struct {
 		name string
@@ -144,6 +144,32 @@ func TestObserveRequest(t *testing.T) {
 		if got := after[c.name] - before[c.name]; got != c.want {
 			t.Errorf("%s moved by %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestFsyncTimeObservesLogFsyncs: with forceSync, a write's log fsyncs
+// reach fsynctime (/metrics and mntr); server_stats'
+// fsync_threshold_exceed_count is the log's count.
+func TestFsyncTimeObservesLogFsyncs(t *testing.T) {
+	s := startOpsServer(t, Options{Config: opsConfig(t)})
+	c := opsClient(t, s)
+	before := scrape(t, s)
+	for i := range 3 {
+		if _, err := c.Create("/synced"+strconv.Itoa(i), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := scrape(t, s)
+	if got := after["fsynctime_count"] - before["fsynctime_count"]; got < 3 {
+		t.Errorf("fsynctime_count moved by %v after 3 synced writes, want at least 3", got)
+	}
+	mntr := decodeJSON(t, "monitor", adminGet(t, s, "monitor"))
+	if got, ok := mntr["cnt_fsynctime"].(json.Number); !ok || mustInt(t, got) < 3 {
+		t.Errorf("mntr cnt_fsynctime = %v after 3 synced writes, want at least 3", mntr["cnt_fsynctime"])
+	}
+	stats := decodeJSON(t, "server_stats", adminGet(t, s, "server_stats"))["server_stats"].(map[string]any)
+	if got, want := stats["fsync_threshold_exceed_count"], jsonNumberOf(int(s.node.SlowLogSyncs())); got != want {
+		t.Errorf("fsync_threshold_exceed_count = %v, want %v", got, want)
 	}
 }
 
@@ -250,6 +276,15 @@ func TestMetricsPortBusy(t *testing.T) {
 	if err := s.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "metrics endpoint") {
 		t.Errorf("Start on a busy metrics port: %v", err)
 	}
+}
+
+func mustInt(t *testing.T, n json.Number) int64 {
+	t.Helper()
+	v, err := n.Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func jsonNumberOf(n int) any { return json.Number(strconv.Itoa(n)) }

@@ -74,6 +74,7 @@ type serverStats struct {
 	latency         *latencyStats
 	readLatency     *latencyStats // mntr zk_*_readlatency
 	updateLatency   *latencyStats // mntr zk_*_updatelatency
+	fsyncTime       *latencyStats // mntr zk_*_fsynctime: the log's fsyncs
 	packetsReceived atomic.Int64
 	packetsSent     atomic.Int64
 	outstanding     atomic.Int64
@@ -86,7 +87,8 @@ type serverStats struct {
 }
 
 func newServerStats() *serverStats {
-	s := &serverStats{latency: newLatencyStats(), readLatency: newLatencyStats(), updateLatency: newLatencyStats()}
+	s := &serverStats{latency: newLatencyStats(), readLatency: newLatencyStats(), updateLatency: newLatencyStats(),
+		fsyncTime: newLatencyStats()}
 	s.minRespSize.Store(-1)
 	return s
 }
@@ -95,6 +97,7 @@ func (s *serverStats) reset() {
 	s.latency.reset()
 	s.readLatency.reset()
 	s.updateLatency.reset()
+	s.fsyncTime.reset()
 	s.packetsReceived.Store(0)
 	s.packetsSent.Store(0)
 	s.lastRespSize.Store(0)
