@@ -371,7 +371,12 @@ func (n *Node) listenForwarding(self Peer) error {
 // 250 ms) as its heartbeat and election timeout (raft randomizes each
 // between 1x and 2x): members that start together elect a leader within
 // about a second, and a dead leader is replaced about as fast. (One whole
-// tick made a 3-member restart wait 2-4 s for its election.)
+// tick made a 3-member restart wait 2-4 s for its election.) The leader's
+// lease, after which a leader that has heard from no quorum steps down, is
+// as long as the followers' heartbeat timeout, the most raft allows: at
+// half of it (raft's ratio), a leader whose process was starved of CPU for
+// 350 ms on a loaded machine stepped down while its followers still
+// followed it, and the ensemble had no leader until the next election.
 func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.ServerID)
@@ -382,7 +387,7 @@ func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 		timeout := max(cfg.TickTime/4, 250*time.Millisecond)
 		rc.HeartbeatTimeout = timeout
 		rc.ElectionTimeout = timeout
-		rc.LeaderLeaseTimeout = timeout / 2
+		rc.LeaderLeaseTimeout = timeout
 	}
 	// An idle leader sends every follower an append each CommitTimeout
 	// (randomized up to twice that) to carry its commit index. Followers

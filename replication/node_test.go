@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/jute"
@@ -262,5 +265,34 @@ func TestForwardedBatchIsOneLogEntry(t *testing.T) {
 		if _, _, code := n.Tree().GetData(fmt.Sprintf("/fwd%d", i), nil, nil); code != jute.OK {
 			t.Fatalf("/fwd%d: %v", i, code)
 		}
+	}
+}
+
+// TestRaftTimeouts: an ensemble member's heartbeat and election timeouts
+// are a quarter of tickTime, at least 250 ms, and its leader lease is as
+// long (a leader does not give up before its followers would); a
+// standalone member's are short. Every mapping is one raft accepts.
+func TestRaftTimeouts(t *testing.T) {
+	peers := []Peer{{ID: 1}, {ID: 2}, {ID: 3}}
+	tests := []struct {
+		name                       string
+		cfg                        Config
+		heartbeat, election, lease time.Duration
+	}{
+		{"standalone", Config{ServerID: 1, TickTime: 2 * time.Second}, 20 * time.Millisecond, 20 * time.Millisecond, 10 * time.Millisecond},
+		{"ensemble, tickTime 2000", Config{ServerID: 1, TickTime: 2 * time.Second, Peers: peers}, 500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"ensemble, tickTime 200", Config{ServerID: 1, TickTime: 200 * time.Millisecond, Peers: peers}, 250 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := raftConfig(tt.cfg, slog.New(slog.DiscardHandler))
+			if rc.HeartbeatTimeout != tt.heartbeat || rc.ElectionTimeout != tt.election || rc.LeaderLeaseTimeout != tt.lease {
+				t.Fatalf("heartbeat %v, election %v, lease %v; want %v, %v, %v", rc.HeartbeatTimeout,
+					rc.ElectionTimeout, rc.LeaderLeaseTimeout, tt.heartbeat, tt.election, tt.lease)
+			}
+			if err := raft.ValidateConfig(rc); err != nil {
+				t.Fatalf("raft refuses the configuration: %v", err)
+			}
+		})
 	}
 }
