@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -287,7 +288,7 @@ func (n *Node) announceApplied(index uint64) <-chan error {
 		defer cancel()
 		err := n.WaitApplied(ctx, index)
 		if err == nil {
-			n.announceCommit(index)
+			n.announceCommit(index, true) // the syncing follower waits for it
 		}
 		ch <- err
 	}()
@@ -301,6 +302,10 @@ func (n *Node) writeForwardReplies(c net.Conn, replies <-chan fwdReply) {
 			if err := <-r.wait; err != nil {
 				r.status = fwdFailed
 			}
+			// The commit that answered this request also readied the
+			// announcements that the follower's clients wait for; the
+			// follower needs this reply only to count the entry done.
+			runtime.Gosched()
 		}
 		frame := make([]byte, 4, 13+len(r.body))
 		frame = binary.BigEndian.AppendUint64(frame, uint64(r.seq))

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -637,6 +638,7 @@ func (n *Node) enqueueForwarded(txns [][]byte) <-chan error {
 func (n *Node) collectLoop() {
 	defer n.wg.Done()
 	var committed uint64 // the last entry this leader committed that followers may not know of yet
+	forwarded := false   // whether entries up to committed carry forwarded writes
 	for e := range n.inflight {
 		err := e.future.Error()
 		if err != nil {
@@ -644,6 +646,7 @@ func (n *Node) collectLoop() {
 			n.fsm.local.take(e.entry) // not applied here (it may be later, decoded)
 		} else if f, ok := e.future.(raft.IndexFuture); ok {
 			committed = max(committed, f.Index())
+			forwarded = forwarded || slices.ContainsFunc(e.props, func(p proposal) bool { return p.encoded != nil })
 		}
 		for _, p := range e.props {
 			if p.done != nil {
@@ -654,8 +657,8 @@ func (n *Node) collectLoop() {
 			}
 		}
 		if idle := n.queue.done(); committed > 0 && idle {
-			n.announceCommit(committed)
-			committed = 0
+			n.announceCommit(committed, forwarded)
+			committed, forwarded = 0, false
 		}
 	}
 }
@@ -669,7 +672,7 @@ func (n *Node) collectLoop() {
 // it forwarded, and its watchers for their notifications. While work is
 // queued the next append carries the commit index anyway, so the collector
 // calls this only when idle.
-func (n *Node) announceCommit(index uint64) {
+func (n *Node) announceCommit(index uint64, urgent bool) {
 	if n.lt == nil || !n.IsLeader() {
 		return
 	}
@@ -677,7 +680,7 @@ func (n *Node) announceCommit(index uint64) {
 	if err := n.logs.GetLog(index, &l); err != nil {
 		return // compacted into a snapshot: followers have learned it since
 	}
-	n.lt.announce(index, l.Term)
+	n.lt.announce(index, l.Term, urgent)
 }
 
 // Sync waits until this member has applied every entry the leader had in

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
@@ -21,6 +22,10 @@ type leaderTransport struct {
 	raft.Transport
 	synced func() uint64
 
+	// yield lets the goroutines a commit readied run before a
+	// non-urgent announcement (runtime.Gosched; tests observe it).
+	yield func()
+
 	mu    sync.Mutex
 	peers map[raft.ServerID]*peerLink
 }
@@ -37,12 +42,19 @@ type peerLink struct {
 	done    uint64
 }
 
-type announcement struct{ index, term uint64 }
+// announcement is a commit index to announce. urgent means a follower's
+// forwarded writes are among the entries: that follower's clients wait
+// for it. Otherwise only this leader's own clients did, and their replies,
+// readied by the same commit, go first.
+type announcement struct {
+	index, term uint64
+	urgent      bool
+}
 
 // newLeaderTransport wraps trans; the result has pre-vote when trans has
 // it (raft asks the transport's type whether to use pre-votes).
 func newLeaderTransport(trans raft.Transport, synced func() uint64) (raft.Transport, *leaderTransport) {
-	t := &leaderTransport{Transport: trans, synced: synced, peers: make(map[raft.ServerID]*peerLink)}
+	t := &leaderTransport{Transport: trans, synced: synced, yield: runtime.Gosched, peers: make(map[raft.ServerID]*peerLink)}
 	if pv, ok := trans.(raft.WithPreVote); ok {
 		return &preVoteLeaderTransport{leaderTransport: t, pv: pv}, t
 	}
@@ -127,14 +139,14 @@ func (p *leaderPipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *raf
 // so a rejection costs nothing but the message. Announcements to a
 // follower are sent one at a time, the newest of those that arrive
 // meanwhile next.
-func (t *leaderTransport) announce(index, term uint64) {
+func (t *leaderTransport) announce(index, term uint64, urgent bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for id, p := range t.peers {
 		if index <= max(p.next.index, p.done) {
 			continue
 		}
-		p.next = announcement{index: index, term: term}
+		p.next = announcement{index: index, term: term, urgent: urgent || p.next.urgent}
 		if !p.sending {
 			p.sending = true
 			go t.sendAnnouncements(id)
@@ -167,6 +179,9 @@ func (t *leaderTransport) sendAnnouncements(id raft.ServerID) {
 		}
 		req, target := p.last, p.target
 		t.mu.Unlock()
+		if backoff == 0 && !a.urgent {
+			t.yield()
+		}
 		if t.sendAnnouncement(id, target, req, a) {
 			backoff = 0
 		} else {

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,8 +127,8 @@ func TestAnnounceSendsAnEntrylessAppendCheckedAtTheIndex(t *testing.T) {
 				lt.AppendEntries(id, raft.ServerAddress("a"+id), &raft.AppendEntriesRequest{RPCHeader: header, Term: 3,
 					PrevLogEntry: 9, PrevLogTerm: 2, Entries: []*raft.Log{{Index: 10}}, LeaderCommitIndex: 9}, &raft.AppendEntriesResponse{})
 			}
-			lt.announce(tc.index, tc.term)
-			lt.announce(tc.index, tc.term) // the same index again: not resent
+			lt.announce(tc.index, tc.term, true)
+			lt.announce(tc.index, tc.term, true) // the same index again: not resent
 			got := waitSent(t, rec, 4)[2:]
 			seen := map[raft.ServerID]bool{}
 			for _, s := range got {
@@ -235,11 +236,58 @@ func TestAnnounceRetriesAFollowerStillStoringTheEntry(t *testing.T) {
 			}
 			_, lt := newLeaderTransport(rec, nil)
 			lt.AppendEntries("2", "a2", &raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 9}, &raft.AppendEntriesResponse{})
-			lt.announce(10, 3)
+			lt.announce(10, 3, true)
 			waitSent(t, rec, tc.wantSends)
 			time.Sleep(100 * time.Millisecond) // longer than the retries would take
 			if n := len(rec.sentSoFar()); n != tc.wantSends {
 				t.Fatalf("%d appends sent, want %d", n, tc.wantSends)
+			}
+		})
+	}
+}
+
+// TestOnlyUrgentAnnouncementsSkipTheQueue: an announcement of entries that
+// carried only this leader's own writes yields the processor before it is
+// sent, so that the replies the same commit readied go first; one that a
+// follower's forwarded writes wait for is sent at once, and so is a retry.
+func TestOnlyUrgentAnnouncementsSkipTheQueue(t *testing.T) {
+	for _, tc := range []struct {
+		urgent bool
+		want   string
+	}{
+		{false, "yield announce"},
+		{true, "announce"},
+	} {
+		t.Run(fmt.Sprintf("urgent=%v", tc.urgent), func(t *testing.T) {
+			var mu sync.Mutex
+			var events []string
+			note := func(s string) {
+				mu.Lock()
+				events = append(events, s)
+				mu.Unlock()
+			}
+			sent := make(chan struct{})
+			rec := &recordingTransport{reply: func(_ int, req *raft.AppendEntriesRequest) raft.AppendEntriesResponse {
+				if len(req.Entries) == 0 {
+					note("announce")
+					close(sent)
+				}
+				return raft.AppendEntriesResponse{Success: true}
+			}}
+			_, lt := newLeaderTransport(rec, func() uint64 { return 100 })
+			lt.yield = func() { note("yield") }
+			lt.AppendEntries("2", "a2", &raft.AppendEntriesRequest{Term: 1, Entries: []*raft.Log{{Index: 1}}},
+				&raft.AppendEntriesResponse{})
+			lt.announce(1, 1, tc.urgent)
+			select {
+			case <-sent:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no announcement sent")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if got := strings.Join(events, " "); got != tc.want {
+				t.Fatalf("events %q, want %q", got, tc.want)
 			}
 		})
 	}
