@@ -41,7 +41,9 @@ import (
 // Options configure a Tuner. Zero fields take the defaults.
 type Options struct {
 	// RequestTime reports the time all answered requests have spent in
-	// the server so far (the sum of their latencies). Required.
+	// the server so far (the sum of their latencies), and any other work
+	// that waited for the server, such as queued watch notifications.
+	// Required.
 	RequestTime func() time.Duration
 	// Max is the processor count under load. Default: GOMAXPROCS at Start
 	// (the machine's cores, or the container's CPU quota). Setting

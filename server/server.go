@@ -263,8 +263,12 @@ func (s *Server) clientListenConfig() *net.ListenConfig {
 }
 
 // RequestTime returns the time the answered client requests have spent in
-// the server, from their arrival to their reply: the sum of their latencies.
-func (s *Server) RequestTime() time.Duration { return time.Duration(s.stats.requestTime.Load()) }
+// the server, from their arrival to their reply (the sum of their
+// latencies), and the time watch notifications waited to be written: the
+// load the processor tuner (proctune) goes by.
+func (s *Server) RequestTime() time.Duration {
+	return time.Duration(s.stats.requestTime.Load() + s.flusher.waited.Load())
+}
 
 // acceptLoop accepts connections until the listener closes, backing off on
 // temporary errors as net/http does.
