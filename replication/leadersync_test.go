@@ -37,10 +37,16 @@ func newSyncGate() *syncGate {
 	return g
 }
 
+// close makes later fsyncs wait. Closing a closed gate keeps its channel,
+// so that an fsync already waiting on it is freed by the next release.
 func (g *syncGate) close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.open = make(chan struct{})
+	select {
+	case <-g.open:
+		g.open = make(chan struct{})
+	default:
+	}
 }
 
 func (g *syncGate) release() {
