@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -658,13 +659,27 @@ func TestAdminEnsembleMatchesSamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an ensemble")
 	}
+	// Peer ports are fixed in the configuration, so they are picked below
+	// the kernel's ephemeral range (32768+), where no outgoing connection
+	// of a test running alongside can take one before the member binds it,
+	// and in this package's band: 17000-19999 (replication's tests use
+	// 20000-25999, test's 26000-31999).
+	given := map[int]bool{}
 	freePort := func() int {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+		for range 500 {
+			port := 17000 + rand.IntN(3000)
+			if given[port] {
+				continue
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err == nil {
+				ln.Close()
+				given[port] = true
+				return port
+			}
 		}
-		defer ln.Close()
-		return portOf(ln.Addr())
+		t.Fatal("no free port found")
+		return 0
 	}
 	var members []conf.Server
 	for id := int64(1); id <= 3; id++ {
