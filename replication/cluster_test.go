@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,37 +13,19 @@ import (
 
 	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/test/ports"
 	"github.com/zkserverd/zkserverd/txnlog"
 )
 
-// freeAddr returns a free loopback address below the kernel's ephemeral
-// port range, so outgoing connections cannot take it before the bind; never
-// the same one twice in this process (a cluster picks all its addresses
-// before binding), and from 20000-25999 (the test package uses 26000+).
+// freeAddr returns a loopback address that is free now, from this
+// package's band (package ports): a cluster picks all its addresses before
+// binding any.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	addrsMu.Lock()
-	defer addrsMu.Unlock()
-	for i := 0; i < 500; i++ {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(20000+rand.IntN(6000)))
-		if addrsGiven[addr] {
-			continue
-		}
-		ln, err := net.Listen("tcp", addr)
-		if err == nil {
-			ln.Close()
-			addrsGiven[addr] = true
-			return addr
-		}
-	}
-	t.Fatal("no free port found")
-	return ""
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(portPicker.Free(t)))
 }
 
-var (
-	addrsMu    sync.Mutex
-	addrsGiven = map[string]bool{}
-)
+var portPicker = ports.ForReplication()
 
 type testCluster struct {
 	t     *testing.T

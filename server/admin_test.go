@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/test/ports"
 )
 
 // opsConfig is a standalone configuration on loopback with every port
@@ -659,28 +659,10 @@ func TestAdminEnsembleMatchesSamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an ensemble")
 	}
-	// Peer ports are fixed in the configuration, so they are picked below
-	// the kernel's ephemeral range (32768+), where no outgoing connection
-	// of a test running alongside can take one before the member binds it,
-	// and in this package's band: 17000-19999 (replication's tests use
-	// 20000-25999, test's 26000-31999).
-	given := map[int]bool{}
-	freePort := func() int {
-		for range 500 {
-			port := 17000 + rand.IntN(3000)
-			if given[port] {
-				continue
-			}
-			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-			if err == nil {
-				ln.Close()
-				given[port] = true
-				return port
-			}
-		}
-		t.Fatal("no free port found")
-		return 0
-	}
+	// Peer ports are fixed in the configuration: package ports picks them
+	// where no other test can take one before the member binds it.
+	picker := ports.ForServer()
+	freePort := func() int { return picker.Free(t) }
 	var members []conf.Server
 	for id := int64(1); id <= 3; id++ {
 		members = append(members, conf.Server{ID: id, Host: "127.0.0.1", PeerPort: freePort(), ElectionPort: freePort()})

@@ -25,6 +25,7 @@ var allowedImports = map[string][]string{
 	"server/servertest": {"conf", "server"},
 	"bench":             {"jute"},
 	"cmd/zkbench":       {"bench"},
+	"test/ports":        {},
 }
 
 func TestDependencyDirection(t *testing.T) {

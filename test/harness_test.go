@@ -3,12 +3,10 @@ package test
 import (
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +17,7 @@ import (
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/servertest"
+	"github.com/zkserverd/zkserverd/test/ports"
 )
 
 // testConfig is a standalone configuration on a free loopback port with a
@@ -127,36 +126,14 @@ func zkBinary(t *testing.T) string {
 	return binPath
 }
 
-// freePort returns a loopback port that is free now, chosen below the
-// kernel's ephemeral range (32768+), so the outgoing connections of the
-// tests themselves cannot take it between this call and the server's bind.
-// A port is never handed out twice in one test process (ensembles pick all
-// their ports before binding any), and this package draws from
-// 26000-31999 while replication's tests draw from 20000-25999.
+// freePort returns a loopback port that is free now, from this package's
+// band (package ports): ensembles pick all their ports before binding any.
 func freePort(t *testing.T) int {
 	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for i := 0; i < 500; i++ {
-		port := 26000 + rand.IntN(6000)
-		if portsGiven[port] {
-			continue
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err == nil {
-			ln.Close()
-			portsGiven[port] = true
-			return port
-		}
-	}
-	t.Fatal("no free port found")
-	return 0
+	return portPicker.Free(t)
 }
 
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
+var portPicker = ports.ForIntegration()
 
 // process is a zkserverd child process.
 type process struct {

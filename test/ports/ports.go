@@ -1,0 +1,63 @@
+// Package ports picks loopback ports for tests that must write a port
+// into a configuration before anything binds it, such as the peer ports
+// of an ensemble's members. A port is picked below the kernel's ephemeral
+// range (32768 and up), where no outgoing connection of a test running
+// alongside can take it between the pick and the bind, and every test
+// package that does this draws from a band of its own, so that packages
+// tested in parallel never pick the same port.
+package ports
+
+import (
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// Picker hands out free ports of one band, never the same one twice. mu
+// guards given.
+type Picker struct {
+	first, count int
+
+	mu    sync.Mutex
+	given map[int]bool
+}
+
+func newPicker(first, count int) *Picker {
+	return &Picker{first: first, count: count, given: make(map[int]bool)}
+}
+
+// The bands, one per test package that picks ports.
+
+// ForServer is the server package's band, 17000-19999.
+func ForServer() *Picker { return newPicker(17000, 3000) }
+
+// ForReplication is the replication package's band, 20000-25999.
+func ForReplication() *Picker { return newPicker(20000, 6000) }
+
+// ForIntegration is the test package's band, 26000-31999.
+func ForIntegration() *Picker { return newPicker(26000, 6000) }
+
+// Free returns a port of p's band that is free on 127.0.0.1 now and was
+// not handed out before. A test that needs several ports for one setup
+// picks them all before binding any.
+func (p *Picker) Free(t testing.TB) int {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for range 500 {
+		port := p.first + rand.IntN(p.count)
+		if p.given[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			ln.Close()
+			p.given[port] = true
+			return port
+		}
+	}
+	t.Fatal("ports: no free port found")
+	return 0
+}
