@@ -646,7 +646,8 @@ func (n *Node) collectLoop() {
 			n.fsm.local.take(e.entry) // not applied here (it may be later, decoded)
 		} else if f, ok := e.future.(raft.IndexFuture); ok {
 			committed = max(committed, f.Index())
-			forwarded = forwarded || slices.ContainsFunc(e.props, func(p proposal) bool { return p.encoded != nil })
+			// Only an ensemble's leader announces; a standalone server skips the scan.
+			forwarded = forwarded || n.lt != nil && slices.ContainsFunc(e.props, func(p proposal) bool { return p.encoded != nil })
 		}
 		for _, p := range e.props {
 			if p.done != nil {
