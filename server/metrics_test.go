@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"math"
 	"net"
 	"os"
 	"regexp"
@@ -352,5 +353,25 @@ func TestNoGatherer(t *testing.T) {
 	defer s.Close()
 	if err := s.Start(t.Context()); !errors.Is(err, ErrNoGatherer) {
 		t.Errorf("Start = %v, want ErrNoGatherer", err)
+	}
+}
+
+// TestMillis: configured milliseconds become a Duration, and a value
+// too large for one saturates instead of turning negative (which the log
+// would read as "use the default").
+func TestMillis(t *testing.T) {
+	for _, tc := range []struct {
+		ms   int64
+		want time.Duration
+	}{
+		{0, 0},
+		{1000, time.Second},
+		{-5, -5 * time.Millisecond},
+		{math.MaxInt64 / int64(time.Millisecond), time.Duration(math.MaxInt64/int64(time.Millisecond)) * time.Millisecond},
+		{math.MaxInt64, math.MaxInt64},
+	} {
+		if got := millis(tc.ms); got != tc.want {
+			t.Errorf("millis(%d) = %v, want %v", tc.ms, got, tc.want)
+		}
 	}
 }

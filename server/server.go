@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -158,7 +159,7 @@ func New(opts Options) (*Server, error) {
 		OnTouch:               s.onTouch,
 		Join:                  cfg.Join,
 		LogStore:              cfg.LogStore,
-		FsyncWarningThreshold: time.Duration(cfg.FsyncWarningThresholdMs) * time.Millisecond,
+		FsyncWarningThreshold: millis(cfg.FsyncWarningThresholdMs),
 		OnLogSync:             s.observeLogSync,
 	})
 	if err != nil {
@@ -166,6 +167,15 @@ func New(opts Options) (*Server, error) {
 	}
 	s.node = node
 	return s, nil
+}
+
+// millis converts a configured number of milliseconds to a Duration,
+// saturating instead of wrapping around for values beyond ~292 years.
+func millis(ms int64) time.Duration {
+	if ms > int64(math.MaxInt64/time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // treeConfig maps the configuration to the tree's: zookeeper.skipACL turns
