@@ -150,21 +150,21 @@ func (c *conn) serve() {
 	defer c.s.forget(c)
 	defer c.releaseReadBuffer()
 	writerDone := make(chan struct{})
-	go func() {
+	c.s.workers.run(func() {
 		defer close(writerDone)
 		err := c.out.writeLoop(c.nc, c.writeTimeout(), c.countSent)
 		if err != nil && !c.aborted.Load() {
 			c.log.Debug("write failed", "err", err)
 		}
 		c.nc.Close()
-	}()
+	})
 	if !c.handshake() {
 		c.out.close()
 		<-writerDone
 		return
 	}
 	completerDone := make(chan struct{})
-	go func() { defer close(completerDone); c.completeLoop() }()
+	c.s.workers.run(func() { defer close(completerDone); c.completeLoop() })
 	c.readLoop()
 	close(c.queue)
 	<-completerDone

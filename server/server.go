@@ -74,7 +74,9 @@ type Server struct {
 	// notifications shares encoded notification frames (watches.go).
 	notifications notificationFrames
 	// flusher writes notifications to idle sockets (flush.go).
-	flusher  *flusher
+	flusher *flusher
+	// workers runs connections' goroutines (workers.go).
+	workers  *workers
 	dataDir  string
 	logDir   string
 	serverID int64
@@ -117,6 +119,7 @@ func New(opts Options) (*Server, error) {
 		watches:   watch.NewRegistry(),
 		stats:     newServerStats(),
 		flusher:   newFlusher(),
+		workers:   newWorkers(),
 		audit:     newAuditLogger(logger),
 		ops:       newOperations(opts.Registerer, opts.Gatherer),
 		serverID:  max(cfg.MyID, 1),
@@ -301,7 +304,7 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); c.serve() }()
+		s.workers.run(func() { defer s.wg.Done(); c.serve() })
 	}
 }
 
@@ -396,6 +399,7 @@ func (s *Server) Close() error {
 		s.cancel()
 	}
 	s.wg.Wait()
+	s.workers.stop()
 	return s.node.Close()
 }
 
