@@ -71,6 +71,8 @@ type Server struct {
 	started time.Time
 	// readBuffers holds the read buffers of ended connections (conn.go).
 	readBuffers sync.Pool
+	// pipelines holds the empty pipeline queues of ended connections (conn.go).
+	pipelines sync.Pool
 	// notifications shares encoded notification frames (watches.go).
 	notifications notificationFrames
 	// flusher writes notifications to idle sockets (flush.go).
