@@ -123,8 +123,7 @@ func (q *proposalQueue) takeBatch() []proposal {
 // flush appends one batch to the log (or forwards it) and hands its future
 // to the collector.
 func (n *Node) flush(batch []proposal) {
-	fut, entry := n.commitBatch(batch)
-	n.inflight <- inflightEntry{future: fut, props: batch, entry: entry}
+	n.inflight <- n.commitBatch(batch)
 }
 
 // closeQueue refuses further proposals, waits for a flush in progress,

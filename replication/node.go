@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -171,6 +170,9 @@ type inflightEntry struct {
 	future future
 	props  []proposal
 	entry  []byte // the log entry built on this member, if any
+	// forwarded: the entry, built on this leader, carries writes forwarded
+	// by another member (commit announcements for it are urgent).
+	forwarded bool
 }
 
 // Open starts a node, bootstrapping a fresh data directory on first use: a
@@ -582,8 +584,8 @@ func (n *Node) Submit(t *txnlog.Txn) <-chan Outcome {
 func (n *Node) NewRequestID() uint64 { return n.nextID.Add(1) }
 
 // commitBatch appends a batch to the log (leader) or forwards it
-// (follower). It returns the entry it appended, if any.
-func (n *Node) commitBatch(batch []proposal) (future, []byte) {
+// (follower), and returns what the collector needs to see it through.
+func (n *Node) commitBatch(batch []proposal) inflightEntry {
 	if !n.clustered() || n.IsLeader() {
 		size := 0
 		for _, p := range batch {
@@ -595,12 +597,13 @@ func (n *Node) commitBatch(batch []proposal) (future, []byte) {
 			entry = batch[i].appendTo(entry)
 		}
 		n.entrySizes.record(len(entry))
-		if en := localEntry(batch, now); en != nil {
+		en := localEntry(batch, now)
+		if en != nil {
 			n.fsm.local.put(entry, en)
 		}
-		return n.raft.Apply(entry, 0), entry
+		return inflightEntry{future: n.raft.Apply(entry, 0), props: batch, entry: entry, forwarded: en == nil}
 	}
-	return &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(batch))}, nil
+	return inflightEntry{future: &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(batch))}, props: batch}
 }
 
 // enqueueForwarded puts transactions forwarded by another member into this
@@ -646,8 +649,7 @@ func (n *Node) collectLoop() {
 			n.fsm.local.take(e.entry) // not applied here (it may be later, decoded)
 		} else if f, ok := e.future.(raft.IndexFuture); ok {
 			committed = max(committed, f.Index())
-			// Only an ensemble's leader announces; a standalone server skips the scan.
-			forwarded = forwarded || n.lt != nil && slices.ContainsFunc(e.props, func(p proposal) bool { return p.encoded != nil })
+			forwarded = forwarded || e.forwarded
 		}
 		for _, p := range e.props {
 			if p.done != nil {

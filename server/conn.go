@@ -160,6 +160,9 @@ func (s *Server) pipelineQueue() chan *pending {
 func (c *conn) serve() {
 	defer c.s.forget(c)
 	defer c.releaseReadBuffer()
+	// Empty by then: completeLoop took everything up to its nil item, or
+	// never ran (the handshake enqueues nothing).
+	defer c.s.pipelines.Put(c.queue)
 	writerDone := make(chan struct{})
 	c.s.workers.run(func() {
 		defer close(writerDone)
@@ -172,9 +175,6 @@ func (c *conn) serve() {
 	if !c.handshake() {
 		c.out.close()
 		<-writerDone
-		if len(c.queue) == 0 {
-			c.s.pipelines.Put(c.queue)
-		}
 		return
 	}
 	completerDone := make(chan struct{})
@@ -182,7 +182,6 @@ func (c *conn) serve() {
 	c.readLoop()
 	c.queue <- nil // ends completeLoop, and leaves the queue open for reuse
 	<-completerDone
-	c.s.pipelines.Put(c.queue) // empty: completeLoop took everything up to nil
 	<-writerDone
 	c.s.watches.RemoveWatcher(c)
 }
