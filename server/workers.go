@@ -53,9 +53,11 @@ func (w *workers) work(task func()) {
 		}
 		select {
 		case task = <-w.tasks:
-			w.idle.Add(-1)
 		case <-w.quit:
-			w.idle.Add(-1)
+			task = nil
+		}
+		w.idle.Add(-1)
+		if task == nil {
 			return
 		}
 	}
