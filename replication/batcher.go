@@ -153,7 +153,7 @@ func (q *proposalQueue) close() []proposal {
 // fail reports err to a proposal that will not be proposed.
 func (n *Node) fail(p proposal, err error) {
 	if p.done != nil {
-		p.done(err)
+		p.done(err, 0)
 	}
 	n.waiters.trigger(p.id, Outcome{Err: err})
 }

@@ -225,6 +225,28 @@ func TestClusterReplicatesForwardedWrites(t *testing.T) {
 	c.converged()
 }
 
+// TestClusterFollowerAppliesForwardedWritesEarly checks that a follower
+// applies its forwarded writes from the leader's reply (applyForwarded)
+// and that the members still agree. Whether the reply or raft's commit
+// announcement gets there first is a race; with the reply sent first it
+// wins nearly always, so some of a bounded number of writes must show it.
+func TestClusterFollowerAppliesForwardedWritesEarly(t *testing.T) {
+	c := newTestCluster(t, 3)
+	follower := (c.leader() + 1) % 3
+	f := c.nodes[follower].fsm
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; i < 200 && f.early.Load() == 0 && time.Now().Before(deadline); i++ {
+		o := submitRetrying(t, c.nodes[follower], createTxn(fmt.Sprintf("/early%d", i)))
+		if o.Err != nil || o.Result.Err != jute.OK {
+			t.Fatalf("forwarded write %d: %+v", i, o)
+		}
+	}
+	if f.early.Load() == 0 {
+		t.Fatal("no forwarded write was applied from the leader's reply")
+	}
+	c.converged()
+}
+
 func TestClusterSyncIsABarrier(t *testing.T) {
 	c := newTestCluster(t, 3)
 	lead := c.leader()

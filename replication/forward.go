@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"time"
 
@@ -25,7 +24,10 @@ import (
 // Responses come back in request order on a connection, so one connection
 // per member keeps that member's writes in submission order.
 const (
-	fwdPropose byte = 1 // body: int32 n, n × buffer (encoded txns); response after commit
+	// fwdPropose's body is int32 n, n × buffer (encoded txns); its
+	// response comes after the commit, with the index and term (int64
+	// each) of the entry that holds the last of them.
+	fwdPropose byte = 1
 	fwdSync    byte = 2 // no body; response body: int64 leader's last log index
 	fwdTouch   byte = 3 // body: int32 n, n × int64 session ids; response immediate
 
@@ -75,8 +77,9 @@ type forwarder struct {
 }
 
 type pendingCall struct {
-	seq int64
-	ch  chan fwdResult
+	seq  int64
+	kind byte
+	ch   chan fwdResult
 }
 
 func newForwarder(n *Node) *forwarder { return &forwarder{n: n} }
@@ -103,7 +106,7 @@ func (f *forwarder) call(kind byte, body []byte) <-chan fwdResult {
 		ch <- fwdResult{err: err}
 		return ch
 	}
-	f.pending = append(f.pending, pendingCall{seq: f.seq, ch: ch})
+	f.pending = append(f.pending, pendingCall{seq: f.seq, kind: kind, ch: ch})
 	return ch
 }
 
@@ -143,7 +146,9 @@ func (f *forwarder) resetLocked(err error) {
 	f.pending = nil
 }
 
-// readLoop delivers the responses of one connection in order.
+// readLoop delivers the responses of one connection in order. A committed
+// proposal's response first applies this member's log up to the entry it
+// names (applyForwarded), so its proposers find their writes applied.
 func (f *forwarder) readLoop(c net.Conn) {
 	br := bufio.NewReader(c)
 	for {
@@ -172,6 +177,9 @@ func (f *forwarder) readLoop(c net.Conn) {
 		f.mu.Unlock()
 		switch frame[8] {
 		case fwdOK:
+			if p.kind == fwdPropose {
+				f.n.applyForwarded(frame[9:])
+			}
 			p.ch <- fwdResult{body: frame[9:]}
 		case fwdNotLeader:
 			p.ch <- fwdResult{err: ErrNoLeader}
@@ -206,6 +214,8 @@ type fwdReply struct {
 	wait   <-chan error // nil: ready now
 	status byte
 	body   []byte
+	// position, if set, makes the body once wait has reported success.
+	position func() []byte
 }
 
 // serveForwardConn handles one member's requests: proposals go into this
@@ -271,7 +281,7 @@ func (n *Node) handleForward(kind byte, seq int64, body []byte) fwdReply {
 			r.status = fwdFailed
 			return r
 		}
-		r.wait = n.enqueueForwarded(txns)
+		r.wait, r.position = n.enqueueForwarded(txns)
 		return r
 	}
 	r.status = fwdFailed
@@ -301,11 +311,9 @@ func (n *Node) writeForwardReplies(c net.Conn, replies <-chan fwdReply) {
 		if r.wait != nil {
 			if err := <-r.wait; err != nil {
 				r.status = fwdFailed
+			} else if r.position != nil {
+				r.body = r.position()
 			}
-			// The commit that answered this request also readied the
-			// announcements that the follower's clients wait for; the
-			// follower needs this reply only to count the entry done.
-			runtime.Gosched()
 		}
 		frame := make([]byte, 4, 13+len(r.body))
 		frame = binary.BigEndian.AppendUint64(frame, uint64(r.seq))

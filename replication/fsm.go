@@ -36,7 +36,8 @@ type Outcome struct {
 
 // fsm implements raft.FSM over the tree and the session table.
 //
-// Apply, Snapshot and Restore run on raft's FSM goroutine; readers use the
+// Apply, Snapshot and Restore run on raft's FSM goroutine, and applyAhead on
+// a follower's forwarding goroutine, one at a time (mu); readers use the
 // atomic pointers and counters.
 type fsm struct {
 	treeCfg       datatree.Config
@@ -56,6 +57,15 @@ type fsm struct {
 	// durable, when set, holds Apply back until the member's own log is
 	// on disk past the entry (leadersync.go, rule 2).
 	durable *leaderSync
+
+	// mu serializes applies: raft's FSM goroutine (Apply, Snapshot,
+	// Restore) and a follower's early applies (applyAhead). last is the
+	// index of the last command entry applied by either, 0 when unknown
+	// (after a restore from a snapshot that does not record it).
+	mu   sync.Mutex
+	last uint64
+	// early counts the entries applyAhead applied.
+	early atomic.Int64
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -81,16 +91,59 @@ func (f *fsm) nextZxid(term uint64) int64 {
 	return last + 1
 }
 
-// Apply implements raft.FSM. An entry this build cannot decode stops the
-// member (panic) rather than letting it diverge from the others.
+// Apply implements raft.FSM. An entry applied early (applyAhead) is not
+// applied again. An entry this build cannot decode stops the member (panic)
+// rather than letting it diverge from the others.
 //
 // With a deferred-sync log it first waits until the entry is on this
 // member's disk; a failed fsync stops the member (panic), as ZooKeeper
 // exits when it cannot write its log.
 func (f *fsm) Apply(l *raft.Log) interface{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l.Index <= f.last {
+		return nil // applied early (applyAhead)
+	}
+	f.applyLocked(l)
+	return nil
+}
+
+// applyAhead applies, ahead of raft's delivery, the entries up to index of
+// this follower's log, which the leader reported committed: term is the
+// term of the leader's entry at index. An entry of the same index and term
+// in this log is the leader's, and so is every entry before it (raft's log
+// matching), so all of them are committed. It gives up, leaving the
+// entries to raft, when this log does not have them yet.
+func (f *fsm) applyAhead(index, term uint64, logs raft.LogStore) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last == 0 || index <= f.last {
+		return
+	}
+	var l raft.Log
+	if err := logs.GetLog(index, &l); err != nil || l.Term != term {
+		return
+	}
+	for i := f.last + 1; i <= index; i++ {
+		if err := logs.GetLog(i, &l); err != nil {
+			return
+		}
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		if !f.applyLocked(&l) {
+			return
+		}
+		f.early.Add(1)
+	}
+}
+
+// applyLocked applies one command entry, unless the member is closing (the
+// entry then stays in the log, unapplied: false). f.mu is held.
+func (f *fsm) applyLocked(l *raft.Log) bool {
 	if f.durable != nil {
 		if err := f.durable.waitSynced(l.Index); errors.Is(err, errSyncClosed) {
-			return nil // closing: the entry stays in the log
+			return false
 		} else if err != nil {
 			panic(fmt.Sprintf("replication: log entry %d not on disk: %v", l.Index, err))
 		}
@@ -135,8 +188,9 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 			f.waiters.trigger(txn.RequestID, Outcome{Zxid: zxid, Result: res})
 		})
 	}
+	f.last = l.Index
 	f.applied.set(l.Index)
-	return nil
+	return true
 }
 
 // sessionCheck is ZooKeeper's checkSession for a transaction, decided at

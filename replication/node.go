@@ -119,7 +119,7 @@ type proposal struct {
 	txn     *txnlog.Txn // the local transaction; nil when forwarded
 	size    int         // len(encoded), or txn's estimated encoded size
 	id      uint64
-	done    func(error)
+	done    func(err error, index uint64) // index: the entry's, when committed
 }
 
 // appendTo appends the transaction's encoding to dst.
@@ -607,22 +607,26 @@ func (n *Node) commitBatch(batch []proposal) inflightEntry {
 }
 
 // enqueueForwarded puts transactions forwarded by another member into this
-// leader's batcher and returns a channel that reports whether all of them
-// were committed.
-func (n *Node) enqueueForwarded(txns [][]byte) <-chan error {
+// leader's batcher. It returns a channel that reports whether all of them
+// were committed and, for the reply once they were, a function giving the
+// index and term of the entry that holds the last of them (16 bytes; nil
+// when that entry has left the log): the forwarding follower applies its
+// log up to that entry without waiting for raft (applyForwarded).
+func (n *Node) enqueueForwarded(txns [][]byte) (<-chan error, func() []byte) {
 	ch := make(chan error, 1)
 	if len(txns) == 0 {
 		ch <- nil
-		return ch
+		return ch, nil
 	}
 	var mu sync.Mutex
-	remaining, first := len(txns), error(nil)
-	done := func(err error) {
+	remaining, first, last := len(txns), error(nil), uint64(0)
+	done := func(err error, index uint64) {
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil && first == nil {
 			first = err
 		}
+		last = max(last, index)
 		if remaining--; remaining == 0 {
 			ch <- first
 		}
@@ -632,7 +636,30 @@ func (n *Node) enqueueForwarded(txns [][]byte) <-chan error {
 		props[i] = proposal{encoded: t, size: len(t), done: done}
 	}
 	n.enqueue(props...)
-	return ch
+	position := func() []byte {
+		mu.Lock()
+		index := last
+		mu.Unlock()
+		var l raft.Log
+		if index == 0 || n.logs.GetLog(index, &l) != nil {
+			return nil
+		}
+		return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, index), l.Term)
+	}
+	return ch, position
+}
+
+// applyForwarded applies this follower's log up to the entry a leader's
+// reply to forwarded writes names (index and term, 16 bytes; an empty body
+// from a leader that does not send them), without waiting for raft to
+// learn of the commit: the leader's commit announcement reaches the FSM
+// through raft's transport, follower loop and FSM goroutine, which on a
+// 2-vCPU machine took longer than the reply.
+func (n *Node) applyForwarded(body []byte) {
+	if len(body) != 16 {
+		return
+	}
+	n.fsm.applyAhead(binary.BigEndian.Uint64(body), binary.BigEndian.Uint64(body[8:]), n.logs)
 }
 
 // collectLoop waits for each entry's future in order and fails the
@@ -643,25 +670,31 @@ func (n *Node) collectLoop() {
 	var committed uint64 // the last entry this leader committed that followers may not know of yet
 	forwarded := false   // whether entries up to committed carry forwarded writes
 	for e := range n.inflight {
+		var index uint64 // the entry's, when this leader committed it
 		err := e.future.Error()
 		if err != nil {
 			n.log.Warn("writes not committed", "err", err, "txns", len(e.props))
 			n.fsm.local.take(e.entry) // not applied here (it may be later, decoded)
 		} else if f, ok := e.future.(raft.IndexFuture); ok {
-			committed = max(committed, f.Index())
+			index = f.Index()
+			committed = max(committed, index)
 			forwarded = forwarded || e.forwarded
+		}
+		// Announce first, then ready the forwarding replies: Go runs the
+		// goroutine readied last first, and a forwarding follower applies
+		// its writes from the reply (applyForwarded) sooner than from the
+		// announcement, which the other followers wait for.
+		if idle := n.queue.done(); committed > 0 && idle {
+			n.announceCommit(committed, forwarded)
+			committed, forwarded = 0, false
 		}
 		for _, p := range e.props {
 			if p.done != nil {
-				p.done(err)
+				p.done(err, index)
 			}
 			if err != nil {
 				n.waiters.trigger(p.id, Outcome{Err: fmt.Errorf("%w: %v", ErrNotReplicated, err)})
 			}
-		}
-		if idle := n.queue.done(); committed > 0 && idle {
-			n.announceCommit(committed, forwarded)
-			committed, forwarded = 0, false
 		}
 	}
 }
@@ -671,8 +704,9 @@ func (n *Node) collectLoop() {
 // ZooKeeper's leader sends COMMIT. A follower applies an entry only once it
 // knows the entry is committed, and raft tells it with the next append, or
 // after CommitTimeout when no append comes: after the last write of a
-// burst, a follower's client would wait that long for the reply to a write
-// it forwarded, and its watchers for their notifications. While work is
+// burst, a follower's watchers would wait that long for their
+// notifications, and its clients for the reply to a write it forwarded
+// when the leader's reply came before the entry did. While work is
 // queued the next append carries the commit index anyway, so the collector
 // calls this only when idle.
 func (n *Node) announceCommit(index uint64, urgent bool) {

@@ -247,8 +247,9 @@ func TestForwardedBatchIsOneLogEntry(t *testing.T) {
 		txns = append(txns, txnlog.EncodeTxn(nil, txn))
 	}
 	before := n.raft.LastIndex()
+	wait, _ := n.enqueueForwarded(txns)
 	select {
-	case err := <-n.enqueueForwarded(txns):
+	case err := <-wait:
 		if err != nil {
 			t.Fatal(err)
 		}

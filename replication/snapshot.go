@@ -15,16 +15,27 @@ import (
 )
 
 // FSM snapshot stream (docs/format/txnlog.md): an 8-byte magic, a version,
-// the last applied zxid, the length of the session table, the session
-// table, then the tree's own stream (datatree, docs/format/snapshot.md).
+// the last applied zxid, from version 2 the index of the last log entry
+// applied, the length of the session table, the session table, then the
+// tree's own stream (datatree, docs/format/snapshot.md).
+//
+// The index matters because a follower may apply entries before raft
+// delivers them (fsm.applyAhead): a snapshot raft takes at index i can hold
+// entries after i, which the FSM must not apply again when raft replays the
+// log from i+1 after restoring it. Version 1 streams, written before early
+// applies existed, hold nothing after their raft index.
 
 // snapshotMagic starts every FSM snapshot stream.
 var snapshotMagic = [8]byte{'Z', 'K', 'S', 'D', 'S', 'N', 'A', 'P'}
 
-const snapshotVersion = 1
+const (
+	snapshotVersion   = 2
+	snapshotVersionV1 = 1 // no applied index
+)
 
-// snapshotHeaderSize is the size of the header before the session table.
-const snapshotHeaderSize = 8 + 4 + 8 + 8
+// snapshotHeaderSize is the size of the header before the session table;
+// a version 1 header lacks the applied index (8 bytes).
+const snapshotHeaderSize = 8 + 4 + 8 + 8 + 8
 
 // Snapshot implements raft.FSM. It runs on the FSM goroutine between two
 // applies and only captures the state: the session table is encoded (it is
@@ -32,12 +43,14 @@ const snapshotHeaderSize = 8 + 4 + 8 + 8
 // per znode. Persist, which raft runs on another goroutine while applies go
 // on, writes the tree as it was here, at this log index.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.sinceSnapshot.Store(0)
 	var table bytes.Buffer
 	if _, err := f.sessions.Load().WriteTo(&table); err != nil {
 		return nil, fmt.Errorf("replication: snapshot sessions: %w", err)
 	}
-	s := &fsmSnapshot{head: snapshotHeader(f.lastZxid.Load(), table.Bytes())}
+	s := &fsmSnapshot{head: snapshotHeader(f.lastZxid.Load(), f.last, table.Bytes())}
 	tree := f.tree.Load()
 	snap, err := tree.Snapshot()
 	switch {
@@ -59,12 +72,13 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 
 // snapshotHeader returns the stream's header followed by the encoded
 // session table.
-func snapshotHeader(lastZxid int64, table []byte) []byte {
+func snapshotHeader(lastZxid int64, lastIndex uint64, table []byte) []byte {
 	hdr := make([]byte, snapshotHeaderSize, snapshotHeaderSize+len(table))
 	copy(hdr[:8], snapshotMagic[:])
 	binary.BigEndian.PutUint32(hdr[8:], snapshotVersion)
 	binary.BigEndian.PutUint64(hdr[12:], uint64(lastZxid))
-	binary.BigEndian.PutUint64(hdr[20:], uint64(len(table)))
+	binary.BigEndian.PutUint64(hdr[20:], lastIndex)
+	binary.BigEndian.PutUint64(hdr[28:], uint64(len(table)))
 	return append(hdr, table...)
 }
 
@@ -75,16 +89,13 @@ var errBadSnapshot = errors.New("replication: bad snapshot")
 // swaps them in.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	r := bufio.NewReaderSize(rc, 1<<20)
-	var hdr [snapshotHeaderSize]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return fmt.Errorf("%w: header: %v", errBadSnapshot, err)
+	lastZxid, lastIndex, tableLen, err := readSnapshotHeader(r)
+	if err != nil {
+		return err
 	}
-	if !bytes.Equal(hdr[:8], snapshotMagic[:]) || binary.BigEndian.Uint32(hdr[8:]) != snapshotVersion {
-		return fmt.Errorf("%w: unknown format", errBadSnapshot)
-	}
-	lastZxid := int64(binary.BigEndian.Uint64(hdr[12:]))
-	tableLen := binary.BigEndian.Uint64(hdr[20:])
 	if tableLen > 1<<34 {
 		return fmt.Errorf("%w: session table length %d", errBadSnapshot, tableLen)
 	}
@@ -99,10 +110,39 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.tree.Store(tree)
 	f.sessions.Store(table)
 	f.lastZxid.Store(lastZxid)
+	f.last = lastIndex
 	if f.observer != nil {
 		f.observer.Restored()
 	}
 	return nil
+}
+
+// readSnapshotHeader reads a version 1 or 2 header up to the session table;
+// lastIndex is 0 (unknown) in version 1.
+func readSnapshotHeader(r io.Reader) (lastZxid int64, lastIndex, tableLen uint64, err error) {
+	var hdr [snapshotHeaderSize]byte
+	if _, err := io.ReadFull(r, hdr[:12]); err != nil {
+		return 0, 0, 0, fmt.Errorf("%w: header: %v", errBadSnapshot, err)
+	}
+	if !bytes.Equal(hdr[:8], snapshotMagic[:]) {
+		return 0, 0, 0, fmt.Errorf("%w: unknown format", errBadSnapshot)
+	}
+	rest := hdr[12:]
+	switch binary.BigEndian.Uint32(hdr[8:]) {
+	case snapshotVersion:
+	case snapshotVersionV1:
+		rest = rest[:16]
+	default:
+		return 0, 0, 0, fmt.Errorf("%w: unknown format", errBadSnapshot)
+	}
+	if _, err := io.ReadFull(r, rest); err != nil {
+		return 0, 0, 0, fmt.Errorf("%w: header: %v", errBadSnapshot, err)
+	}
+	lastZxid = int64(binary.BigEndian.Uint64(rest))
+	if len(rest) == 24 {
+		lastIndex = binary.BigEndian.Uint64(rest[8:])
+	}
+	return lastZxid, lastIndex, binary.BigEndian.Uint64(rest[len(rest)-8:]), nil
 }
 
 // fsmSnapshot is a captured FSM state: the header and session table

@@ -43,9 +43,10 @@ type peerLink struct {
 }
 
 // announcement is a commit index to announce. urgent means a follower's
-// forwarded writes are among the entries: that follower's clients wait
-// for it. Otherwise only this leader's own clients did, and their replies,
-// readied by the same commit, go first.
+// forwarded writes are among the entries, or a follower syncs: that
+// follower's clients or watchers wait for it. Otherwise only this leader's
+// own clients did, and their replies, readied by the same commit, go
+// first.
 type announcement struct {
 	index, term uint64
 	urgent      bool
