@@ -195,3 +195,46 @@ func globalSessions(t *testing.T, addr string) string {
 	t.Fatalf("no zk_global_sessions in mntr:\n%s", out)
 	return ""
 }
+
+// TestRunWithoutAnswersFails runs against a server that accepts sessions but
+// never answers a request: the run must end with an error, not report a run
+// without figures.
+func TestRunWithoutAnswersFails(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go silentSession(nc)
+		}
+	}()
+	cfg := shortConfig(ln.Addr().String(), ScenarioConnect)
+	cfg.Sessions = 1
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = Run(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "no operation completed") {
+		t.Fatalf("run against a silent server: %v, want a no-operation error", err)
+	}
+}
+
+// silentSession completes a session handshake, then reads and drops every
+// request until the client goes.
+func silentSession(nc net.Conn) {
+	defer nc.Close()
+	if _, err := jute.ReadFrame(nc, 1<<20, nil); err != nil {
+		return
+	}
+	resp := &jute.ConnectResponse{TimeOut: 30000, SessionID: 1, Passwd: make([]byte, 16)}
+	if _, err := nc.Write(jute.AppendFrame(nil, resp)); err != nil {
+		return
+	}
+	io.Copy(io.Discard, nc)
+}

@@ -22,15 +22,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	var res *Result
+	var err error
 	switch cfg.Workload {
 	case ScenarioWatch:
-		return runWatch(ctx, cfg)
+		res, err = runWatch(ctx, cfg)
 	case ScenarioConnect:
-		return runConnect(ctx, cfg)
+		res, err = runConnect(ctx, cfg)
 	case ScenarioZnodes:
-		return runZnodes(ctx, cfg)
+		res, err = runZnodes(ctx, cfg)
+	default:
+		res, err = runOps(ctx, cfg)
 	}
-	return runOps(ctx, cfg)
+	if err == nil && res.Ops == 0 {
+		// A server that accepts sessions but never answers (an ensemble
+		// still settling) is a failed run, not one with no figures.
+		err = fmt.Errorf("bench: %s: no operation completed in the measured %v", cfg.Workload, cfg.Duration)
+	}
+	return res, err
 }
 
 // newResult fills the fields every run reports.
