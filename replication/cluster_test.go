@@ -247,6 +247,33 @@ func TestClusterFollowerAppliesForwardedWritesEarly(t *testing.T) {
 	c.converged()
 }
 
+// TestClusterFollowerRestartsAfterEarlyApplies restarts a follower that
+// applied forwarded writes early and took snapshots meanwhile (threshold
+// 32): replaying its snapshot and log must not apply anything twice.
+func TestClusterFollowerRestartsAfterEarlyApplies(t *testing.T) {
+	c := newTestCluster(t, 3)
+	follower := (c.leader() + 1) % 3
+	for i := 0; i < 120; i++ {
+		if o := submitRetrying(t, c.nodes[follower], createTxn(fmt.Sprintf("/r%d", i))); o.Err != nil || o.Result.Err != jute.OK {
+			t.Fatalf("forwarded write %d: %+v", i, o)
+		}
+	}
+	if c.nodes[follower].fsm.early.Load() == 0 {
+		t.Fatal("no forwarded write was applied from the leader's reply")
+	}
+	if err := c.nodes[follower].Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[follower].Close()
+	c.start(follower)
+	for i := 0; i < 20; i++ {
+		if o := submitRetrying(t, c.nodes[follower], createTxn(fmt.Sprintf("/after%d", i))); o.Err != nil || o.Result.Err != jute.OK {
+			t.Fatalf("write %d after the restart: %+v", i, o)
+		}
+	}
+	c.converged()
+}
+
 func TestClusterSyncIsABarrier(t *testing.T) {
 	c := newTestCluster(t, 3)
 	lead := c.leader()
