@@ -8,6 +8,10 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/txnlog"
 )
 
 // aheadLog returns a log store with entries 1..n of testEntry, except that
@@ -170,7 +174,7 @@ func TestRestoreRejectsUnknownSnapshotVersion(t *testing.T) {
 	}
 }
 
-func persistSnapshot(t *testing.T, f *fsm) []byte {
+func persistSnapshot(t testing.TB, f *fsm) []byte {
 	t.Helper()
 	snap, err := f.Snapshot()
 	if err != nil {
@@ -182,4 +186,25 @@ func persistSnapshot(t *testing.T, f *fsm) []byte {
 		t.Fatal(err)
 	}
 	return sink.Bytes()
+}
+
+// FuzzRestoreSnapshot feeds Restore damaged FSM snapshot streams: each must
+// be restored or refused with an error, never crash the member.
+func FuzzRestoreSnapshot(f *testing.F) {
+	src := newTestFSM()
+	en := &txnlog.Entry{Time: 1000, Txns: []*txnlog.Txn{
+		{Timeout: 30000, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: 7}},
+		{Tree: datatree.Txn{Type: jute.OpCreate, SessionID: 7,
+			Request: &jute.CreateRequest{Path: "/e", Data: []byte("x"), ACL: jute.OpenACLUnsafe, Flags: jute.ModeEphemeral}}},
+	}}
+	src.Apply(&raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: en.Encode(nil)})
+	v2 := persistSnapshot(f, src)
+	v1 := append(bytes.Clone(v2[:20]), v2[28:]...)
+	binary.BigEndian.PutUint32(v1[8:], snapshotVersionV1)
+	f.Add(v2)
+	f.Add(v1)
+	f.Add(v2[:snapshotHeaderSize])
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		newTestFSM().Restore(io.NopCloser(bytes.NewReader(stream)))
+	})
 }
