@@ -119,8 +119,8 @@ func TestSnapshotRecordsEarlyApplies(t *testing.T) {
 	f.applyAhead(8, 1, store)
 	sink := persistSnapshot(t, f)
 
-	g := newTestFSM()
-	if err := g.Restore(io.NopCloser(bytes.NewReader(sink))); err != nil {
+	g, err := restoreFrom(sink)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if g.last != 8 {
@@ -139,12 +139,8 @@ func TestRestoreVersion1Snapshot(t *testing.T) {
 	store := aheadLog(t, 10, 0)
 	f := newTestFSM()
 	applyRaft(t, f, store, 1, 5)
-	v2 := persistSnapshot(t, f)
-	v1 := append(bytes.Clone(v2[:20]), v2[28:]...)
-	binary.BigEndian.PutUint32(v1[8:], snapshotVersionV1)
-
-	g := newTestFSM()
-	if err := g.Restore(io.NopCloser(bytes.NewReader(v1))); err != nil {
+	g, err := restoreFrom(asVersion1(persistSnapshot(t, f)))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if fsmState(t, g) != fsmState(t, f) {
@@ -166,12 +162,26 @@ func TestRestoreRejectsUnknownSnapshotVersion(t *testing.T) {
 	f := newTestFSM()
 	stream := persistSnapshot(t, f)
 	binary.BigEndian.PutUint32(stream[8:], 3)
-	if err := newTestFSM().Restore(io.NopCloser(bytes.NewReader(stream))); err == nil {
+	if _, err := restoreFrom(stream); err == nil {
 		t.Fatal("a version 3 stream was restored")
 	}
-	if err := newTestFSM().Restore(io.NopCloser(bytes.NewReader(stream[:15]))); err == nil {
+	if _, err := restoreFrom(stream[:15]); err == nil {
 		t.Fatal("a cut header was restored")
 	}
+}
+
+// restoreFrom restores an FSM snapshot stream into a new FSM.
+func restoreFrom(stream []byte) (*fsm, error) {
+	f := newTestFSM()
+	return f, f.Restore(io.NopCloser(bytes.NewReader(stream)))
+}
+
+// asVersion1 rewrites a version 2 stream as version 1: the same without the
+// applied index.
+func asVersion1(v2 []byte) []byte {
+	v1 := append(bytes.Clone(v2[:20]), v2[28:]...)
+	binary.BigEndian.PutUint32(v1[8:], snapshotVersionV1)
+	return v1
 }
 
 func persistSnapshot(t testing.TB, f *fsm) []byte {
@@ -199,12 +209,10 @@ func FuzzRestoreSnapshot(f *testing.F) {
 	}}
 	src.Apply(&raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: en.Encode(nil)})
 	v2 := persistSnapshot(f, src)
-	v1 := append(bytes.Clone(v2[:20]), v2[28:]...)
-	binary.BigEndian.PutUint32(v1[8:], snapshotVersionV1)
 	f.Add(v2)
-	f.Add(v1)
+	f.Add(asVersion1(v2))
 	f.Add(v2[:snapshotHeaderSize])
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		newTestFSM().Restore(io.NopCloser(bytes.NewReader(stream)))
+		restoreFrom(stream)
 	})
 }

@@ -85,8 +85,8 @@ func TestSnapshotWhileApplying(t *testing.T) {
 		t.Fatalf("persist: %v closed=%v cancelled=%v", persistErr, sink.closed, sink.cancelled)
 	}
 
-	g := newTestFSM()
-	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+	g, err := restoreFrom(sink.Bytes())
+	if err != nil {
 		t.Fatal(err)
 	}
 	var gotTree bytes.Buffer
@@ -140,8 +140,8 @@ func TestSnapshotFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	second.Release()
-	g := newTestFSM()
-	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+	g, err := restoreFrom(sink.Bytes())
+	if err != nil {
 		t.Fatal(err)
 	}
 	var got bytes.Buffer
