@@ -39,6 +39,16 @@ func aheadLog(t *testing.T, n, noop int, missing ...int) *raft.InmemStore {
 	return store
 }
 
+// appliedTo returns a log of ten entries and an FSM that raft has applied
+// up to index n of it.
+func appliedTo(t *testing.T, n int) (*raft.InmemStore, *fsm) {
+	t.Helper()
+	store := aheadLog(t, 10, 0)
+	f := newTestFSM()
+	applyRaft(t, f, store, 1, n)
+	return store, f
+}
+
 // fsmState is what two FSMs must agree on: the tree, the sessions and the
 // last zxid.
 func fsmState(t *testing.T, f *fsm) string {
@@ -113,9 +123,7 @@ func TestApplyAhead(t *testing.T) {
 // was ahead of raft: raft's replay of the entries after its snapshot index
 // must skip the ones the snapshot already holds.
 func TestSnapshotRecordsEarlyApplies(t *testing.T) {
-	store := aheadLog(t, 10, 0)
-	f := newTestFSM()
-	applyRaft(t, f, store, 1, 5)
+	store, f := appliedTo(t, 5)
 	f.applyAhead(8, 1, store)
 	sink := persistSnapshot(t, f)
 
@@ -136,9 +144,7 @@ func TestSnapshotRecordsEarlyApplies(t *testing.T) {
 // TestRestoreVersion1Snapshot reads a stream without the applied index: it
 // restores the state, and early applies wait for raft's next apply.
 func TestRestoreVersion1Snapshot(t *testing.T) {
-	store := aheadLog(t, 10, 0)
-	f := newTestFSM()
-	applyRaft(t, f, store, 1, 5)
+	store, f := appliedTo(t, 5)
 	g, err := restoreFrom(asVersion1(persistSnapshot(t, f)))
 	if err != nil {
 		t.Fatal(err)
