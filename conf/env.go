@@ -277,7 +277,8 @@ func checkEntry(name, entry string) error {
 // zoo.cfg or myid.
 func FromEnv(environ []string) (cfg Config, warnings []string, err error) {
 	env := readEnviron(environ)
-	cfg, warnings, origins, err := parseEnv(env)
+	sys, _ := SystemProperties(environ)
+	cfg, warnings, origins, err := parseEnv(env, sys)
 	if err != nil {
 		return Config{}, nil, err
 	}
@@ -293,7 +294,7 @@ func FromEnv(environ []string) (cfg Config, warnings []string, err error) {
 // parseEnv renders and parses the environment. origins maps each zoo.cfg
 // key (also without its "zookeeper." prefix, and "server.N" for any server
 // line) to the variable whose line set it last.
-func parseEnv(env environment) (Config, []string, map[string]string, error) {
+func parseEnv(env environment, sys []Property) (Config, []string, map[string]string, error) {
 	lines, err := renderEnv(env)
 	if err != nil {
 		return Config{}, nil, nil, err
@@ -313,7 +314,7 @@ func parseEnv(env environment) (Config, []string, map[string]string, error) {
 			origins["server.N"] = l.from
 		}
 	}
-	cfg, warnings, err := Parse(strings.NewReader(text.String()))
+	cfg, warnings, err := Parse(strings.NewReader(text.String()), sys...)
 	if err != nil {
 		return Config{}, nil, nil, attribute(err, origins)
 	}
@@ -399,12 +400,13 @@ func EnvConfigFile(environ []string) string {
 // it), else from ZOO_MY_ID (default 1). The result is validated.
 func LoadEnv(environ []string) (Config, []string, error) {
 	env := readEnviron(environ)
+	sys, _ := SystemProperties(environ)
 	path := EnvConfigFile(environ)
-	cfg, warnings, origins, err := loadEnvFile(path)
+	cfg, warnings, origins, err := loadEnvFile(path, sys)
 	switch {
 	case err == nil:
 	case errors.Is(err, fs.ErrNotExist):
-		if cfg, warnings, origins, err = parseEnv(env); err != nil {
+		if cfg, warnings, origins, err = parseEnv(env, sys); err != nil {
 			return Config{}, nil, err
 		}
 	default:
@@ -436,13 +438,13 @@ func LoadEnv(environ []string) (Config, []string, error) {
 // loadEnvFile parses path if it is there; a missing file gives an error
 // wrapping fs.ErrNotExist. origins is always nil (the file's keys come
 // from no variable).
-func loadEnvFile(path string) (Config, []string, map[string]string, error) {
+func loadEnvFile(path string, sys []Property) (Config, []string, map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, nil, nil, fmt.Errorf("conf: %w", err)
 	}
 	defer f.Close()
-	cfg, warnings, err := Parse(f)
+	cfg, warnings, err := Parse(f, sys...)
 	if err != nil {
 		return Config{}, nil, nil, fmt.Errorf("conf: %s: %w", path, err)
 	}

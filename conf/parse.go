@@ -23,8 +23,10 @@ const sysPropPrefix = "zookeeper."
 // Parse reads a zoo.cfg from r, starting from Default(). It returns the
 // configuration, warnings (one per unknown key, naming it, plus values it
 // adjusted), and an error naming the key and value of the first value that
-// does not parse. Parse does not call Validate.
-func Parse(r io.Reader) (Config, []string, error) {
+// does not parse. Parse does not call Validate. System properties (see
+// SystemProperties) are applied before the file's lines, so the file wins
+// where both set a value.
+func Parse(r io.Reader, sys ...Property) (Config, []string, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxConfigSize+1))
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("conf: read: %w", err)
@@ -38,7 +40,7 @@ func Parse(r io.Reader) (Config, []string, error) {
 	}
 	c := Default()
 	p := &parser{c: &c}
-	for _, kv := range props {
+	for _, kv := range append(toProperties(sys), props...) {
 		if err := p.set(kv.key, kv.value); err != nil {
 			return Config{}, nil, err
 		}
@@ -50,14 +52,14 @@ func Parse(r io.Reader) (Config, []string, error) {
 // Load parses the file at path (see Parse). When the file lists servers,
 // it also reads MyID from dataDir/myid; a missing myid file is an error
 // only for an ensemble (see Distributed), as in ZooKeeper. DataDir is kept
-// as written, relative or not.
-func Load(path string) (Config, []string, error) {
+// as written, relative or not. sys are applied as Parse applies them.
+func Load(path string, sys ...Property) (Config, []string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("conf: load: %w", err)
 	}
 	defer f.Close()
-	c, warnings, err := Parse(f)
+	c, warnings, err := Parse(f, sys...)
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("load %s: %w", path, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -74,9 +75,15 @@ func newVersionCommand() *cobra.Command {
 // standalone defaults, then the flags that were set.
 func loadConfig(cmd *cobra.Command, f runFlags, logger *slog.Logger) (conf.Config, error) {
 	cfg := conf.Default()
+	// -D properties of SERVER_JVMFLAGS and JVMFLAGS, as zkServer.sh passes
+	// them; the configuration file wins where both set a key.
+	sys, notes := conf.SystemProperties(os.Environ())
+	for _, n := range notes {
+		logger.Info("configuration", "note", n)
+	}
 	switch {
 	case f.config != "":
-		loaded, warnings, err := conf.Load(f.config)
+		loaded, warnings, err := conf.Load(f.config, sys...)
 		if err != nil {
 			return cfg, err
 		}
@@ -92,6 +99,15 @@ func loadConfig(cmd *cobra.Command, f runFlags, logger *slog.Logger) (conf.Confi
 		}
 		for _, w := range warnings {
 			logger.Warn("configuration", "warning", w, "source", "environment")
+		}
+		cfg = loaded
+	case len(sys) > 0:
+		loaded, warnings, err := conf.Parse(strings.NewReader(""), sys...)
+		if err != nil {
+			return cfg, err
+		}
+		for _, w := range warnings {
+			logger.Warn("configuration", "warning", w, "source", "JVM flags")
 		}
 		cfg = loaded
 	}
