@@ -55,6 +55,12 @@ func (p *linkProxy) accept() {
 			continue
 		}
 		p.mu.Lock()
+		if p.cut { // cut while dialing: setCut did not see this pair
+			p.mu.Unlock()
+			in.Close()
+			out.Close()
+			continue
+		}
 		p.conns[in], p.conns[out] = struct{}{}, struct{}{}
 		p.mu.Unlock()
 		go p.pipe(out, in)
