@@ -424,3 +424,49 @@ func TestInmemClusterReplicatesAndFailsOver(t *testing.T) {
 		t.Fatal("the isolated member applied a write of its own")
 	}
 }
+
+// TestClusterQuorumHealth: every member of a healthy ensemble is in a
+// working quorum; when the leader's process ends, a follower with a
+// forwarding connection to it learns at once (LeaderLinkLost), before
+// raft's heartbeat timeout, and is in a quorum again once it syncs with the
+// new leader; a leader left alone steps down and is not.
+func TestClusterQuorumHealth(t *testing.T) {
+	c := newTestCluster(t, 3)
+	const silence = 1500 * time.Millisecond
+	for i, n := range c.nodes {
+		if err := n.QuorumHealth(silence); err != nil {
+			t.Fatalf("member %d of a healthy ensemble: %v", i+1, err)
+		}
+	}
+	lead := c.leader()
+	f := (lead + 1) % 3
+	if err := c.nodes[f].Sync(context.Background()); err != nil { // opens the forwarding connection
+		t.Fatal(err)
+	}
+	select {
+	case <-c.nodes[f].LeaderLinkLost():
+		t.Fatal("leader link reported lost while the leader runs")
+	default:
+	}
+	start := time.Now()
+	c.nodes[lead].Close()
+	c.nodes[lead] = nil
+	select {
+	case <-c.nodes[f].LeaderLinkLost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the follower did not notice its leader's process end")
+	}
+	if err := c.nodes[f].QuorumHealth(silence); err == nil {
+		t.Fatal("follower of a dead leader reports a working quorum")
+	}
+	t.Logf("follower noticed the leader's end after %v", time.Since(start))
+	newLead := c.leader()
+	waitFor(t, "the follower back in a quorum", func() bool {
+		return c.nodes[f].Sync(context.Background()) == nil && c.nodes[f].QuorumHealth(silence) == nil
+	})
+	c.nodes[3-lead-newLead].Close()
+	c.nodes[3-lead-newLead] = nil
+	waitFor(t, "the lone leader out of quorum", func() bool {
+		return c.nodes[newLead].QuorumHealth(silence) != nil
+	})
+}

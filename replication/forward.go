@@ -102,6 +102,7 @@ func (f *forwarder) call(kind byte, body []byte) <-chan fwdResult {
 	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
 	f.conn.SetWriteDeadline(time.Now().Add(f.n.cfg.ForwardTimeout))
 	if _, err := f.conn.Write(frame); err != nil {
+		f.n.link.broke(f.connFor)
 		f.resetLocked(fmt.Errorf("replication: forward to leader: %w", err))
 		ch <- fwdResult{err: err}
 		return ch
@@ -127,9 +128,11 @@ func (f *forwarder) ensureConnLocked() error {
 	}
 	c, err := net.DialTimeout("tcp", addr, f.n.cfg.ForwardTimeout)
 	if err != nil {
+		f.n.link.broke(leader)
 		return fmt.Errorf("replication: dial leader %s at %s: %w", leader, addr, err)
 	}
 	f.conn, f.connFor = c, leader
+	f.n.link.connected()
 	go f.readLoop(c)
 	return nil
 }
@@ -162,6 +165,7 @@ func (f *forwarder) readLoop(c net.Conn) {
 			return
 		}
 		if err != nil {
+			f.n.link.broke(f.connFor)
 			f.resetLocked(fmt.Errorf("replication: leader connection: %w", err))
 			f.mu.Unlock()
 			return

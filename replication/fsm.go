@@ -158,6 +158,10 @@ func (f *fsm) applyLocked(l *raft.Log) bool {
 		if f.observer != nil {
 			f.observer.BeforeApply(t)
 		}
+		if t.Tree.Type == txnlog.OpMoveSession {
+			f.moveSession(sessions, t)
+			continue
+		}
 		zxid := f.nextZxid(l.Term)
 		switch t.Tree.Type {
 		case jute.OpCreateSession:
@@ -175,11 +179,6 @@ func (f *fsm) applyLocked(l *raft.Log) bool {
 			f.finishWithoutTree(txn, zxid, f.setConfig(tree, t, zxid))
 			continue
 		}
-		if t.Tree.Type == txnlog.OpMoveSession {
-			sessions.SetOwner(t.Tree.SessionID, t.Owner)
-			f.finishWithoutTree(txn, zxid, &datatree.Result{})
-			continue
-		}
 		tree.Apply(&t.Tree, zxid, func(_ *datatree.Txn, res *datatree.Result) {
 			f.lastZxid.Store(zxid)
 			if f.observer != nil {
@@ -191,6 +190,24 @@ func (f *fsm) applyLocked(l *raft.Log) bool {
 	f.last = l.Index
 	f.applied.set(l.Index)
 	return true
+}
+
+// moveSession makes t.Owner the owner of a session its client resumed on
+// that member. It consumes no zxid: ZooKeeper revalidates a reconnecting
+// session without writing to its log, so the zxids clients see do not move
+// when a session changes members. The outcome carries the last zxid, and
+// SessionExpired when the session is gone. It is still a log entry, so
+// that every member decides SessionMoved alike.
+func (f *fsm) moveSession(sessions *session.Table, t *txnlog.Txn) {
+	res := &datatree.Result{}
+	if t.Tree.SessionID == 0 || !sessions.SetOwner(t.Tree.SessionID, t.Owner) {
+		res.Err = jute.SessionExpired
+	}
+	zxid := f.lastZxid.Load()
+	if f.observer != nil {
+		f.observer.Applied(t, zxid, res)
+	}
+	f.waiters.trigger(t.RequestID, Outcome{Zxid: zxid, Result: res})
 }
 
 // sessionCheck is ZooKeeper's checkSession for a transaction, decided at
@@ -213,9 +230,6 @@ func sessionCheck(sessions *session.Table, t *txnlog.Txn) jute.Code {
 	}
 	if _, ok := sessions.Get(t.Tree.SessionID); !ok {
 		return jute.SessionExpired
-	}
-	if t.Tree.Type == txnlog.OpMoveSession {
-		return jute.OK
 	}
 	if owner := sessions.Owner(t.Tree.SessionID); owner != 0 && t.Owner != 0 && owner != t.Owner {
 		return jute.SessionMoved

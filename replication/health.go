@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -134,3 +135,66 @@ func (p *proposalSizes) get() (last, min, max int64) {
 	}
 	return p.last, p.min, p.max
 }
+
+// leaderLink records whether this follower's forwarding connection to its
+// leader broke (read or write failed, or the dial was refused) since it
+// last connected: a leader whose process died closes that connection at
+// once, well before raft's heartbeat timeout notices. mu guards brokenFor.
+type leaderLink struct {
+	mu        sync.Mutex
+	brokenFor raft.ServerID
+	lost      chan struct{} // signalled (cap 1) on each break
+}
+
+func newLeaderLink() *leaderLink { return &leaderLink{lost: make(chan struct{}, 1)} }
+
+// broke records that the connection to leader id failed.
+func (l *leaderLink) broke(id raft.ServerID) {
+	l.mu.Lock()
+	l.brokenFor = id
+	l.mu.Unlock()
+	select {
+	case l.lost <- struct{}{}:
+	default:
+	}
+}
+
+// connected records a working connection to a leader.
+func (l *leaderLink) connected() {
+	l.mu.Lock()
+	l.brokenFor = ""
+	l.mu.Unlock()
+}
+
+func (l *leaderLink) brokenTo(id raft.ServerID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return id != "" && l.brokenFor == id
+}
+
+// QuorumHealth reports why this member is not part of a working quorum,
+// nil when it is: a standalone server always is; a leader is while raft
+// keeps it leader (it steps down when no quorum answered within its lease,
+// LeaderLeaseTimeout); any other member is while it knows a leader, has
+// heard from it within maxSilence (raft's LastContact) and its forwarding
+// connection to that leader has not broken since it last connected.
+func (n *Node) QuorumHealth(maxSilence time.Duration) error {
+	if !n.clustered() || n.raft.State() == raft.Leader {
+		return nil
+	}
+	_, id := n.raft.LeaderWithID()
+	if id == "" {
+		return ErrNoLeader
+	}
+	if silent := time.Since(n.raft.LastContact()); silent > maxSilence {
+		return fmt.Errorf("replication: no contact with leader %s for %v", id, silent.Round(time.Millisecond))
+	}
+	if n.link.brokenTo(id) {
+		return fmt.Errorf("replication: connection to leader %s broke", id)
+	}
+	return nil
+}
+
+// LeaderLinkLost is signalled when the forwarding connection to the leader
+// breaks; QuorumHealth then reports it.
+func (n *Node) LeaderLinkLost() <-chan struct{} { return n.link.lost }

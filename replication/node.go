@@ -147,6 +147,7 @@ type Node struct {
 	peers   *peerSet
 	fwd     *forwarder
 	health  peerHealth
+	link    *leaderLink // a follower's forwarding connection to the leader (health.go)
 
 	// fwdMu guards the forwarding listener and the member connections it
 	// accepted, closed together by Close.
@@ -197,6 +198,7 @@ func Open(cfg Config) (*Node, error) {
 		applied:  newAppliedIndex(),
 		inflight: make(chan inflightEntry, maxUnappliedEntries),
 		stop:     make(chan struct{}),
+		link:     newLeaderLink(),
 	}
 	if cfg.ForwardTimeout <= 0 {
 		n.cfg.ForwardTimeout = 10 * time.Second

@@ -297,3 +297,42 @@ func TestRaftTimeouts(t *testing.T) {
 		})
 	}
 }
+
+// TestMoveSessionConsumesNoZxid: moving a session to another member (its
+// client resumed it there) changes the owner and leaves the zxid alone,
+// whether the session is live or gone; the next write takes the next zxid.
+func TestMoveSessionConsumesNoZxid(t *testing.T) {
+	n := openNode(t, t.TempDir(), true)
+	defer n.Close()
+	live, gone := int64(0x0100000000000051), int64(0x0100000000000052)
+	await(t, n.Submit(&txnlog.Txn{Timeout: 4000, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: live}}))
+	tests := []struct {
+		name  string
+		sid   int64
+		owner int64
+		want  jute.Code
+	}{
+		{"live session to member 2", live, 2, jute.OK},
+		{"live session back to member 3", live, 3, jute.OK},
+		{"unknown session", gone, 2, jute.SessionExpired},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := n.LastZxid()
+			o := await(t, n.Submit(&txnlog.Txn{Owner: tc.owner, Tree: datatree.Txn{Type: txnlog.OpMoveSession, SessionID: tc.sid}}))
+			if o.Err != nil || o.Result.Err != tc.want || o.Zxid != before {
+				t.Fatalf("move: %+v (result %v), want %v at zxid %d", o, o.Result.Err, tc.want, before)
+			}
+			if after := n.LastZxid(); after != before {
+				t.Fatalf("last zxid %d -> %d across a move", before, after)
+			}
+			if tc.want == jute.OK && n.Sessions().Owner(tc.sid) != tc.owner {
+				t.Fatalf("owner %d, want %d", n.Sessions().Owner(tc.sid), tc.owner)
+			}
+			next := await(t, n.Submit(createTxn(fmt.Sprintf("/after-move-%d", i))))
+			if next.Zxid != before+1 {
+				t.Fatalf("write after a move: zxid %d, want %d", next.Zxid, before+1)
+			}
+		})
+	}
+}

@@ -277,8 +277,7 @@ func (c *conn) caughtUpTo(zxid int64) bool {
 	if !c.s.node.Clustered() {
 		return false
 	}
-	limit := time.Duration(max(c.s.cfg.SyncLimit, 1)*c.s.cfg.TickTime) * time.Millisecond
-	ctx, cancel := context.WithTimeout(c.s.ctx, limit)
+	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.syncLimit())
 	defer cancel()
 	return c.s.node.Sync(ctx) == nil && zxid <= c.s.node.LastZxid()
 }
@@ -296,6 +295,13 @@ func (c *conn) createSession(req *jute.ConnectRequest, timeout int32) bool {
 	return true
 }
 
+// resumeSession answers a client resuming its session. Only a decision
+// the quorum made ends a session: an unknown session (after syncing with
+// the leader) or a wrong password gets the zeroed ConnectResponse the
+// client reports as expired; a member that cannot decide (no leader, the
+// leader unreachable, the move not committed) closes the connection
+// without a response, and the client tries again there or elsewhere, as
+// with a ZooKeeper follower looking for its leader.
 func (c *conn) resumeSession(req *jute.ConnectRequest, timeout int32) bool {
 	sid := req.SessionID
 	// As ZooKeeper does, any live connection of the session is closed before
@@ -303,13 +309,19 @@ func (c *conn) resumeSession(req *jute.ConnectRequest, timeout int32) bool {
 	if old := c.s.sessionConn(sid); old != nil && old != c {
 		old.abort("session resumed on another connection")
 	}
-	_, known := c.s.node.Sessions().Get(sid)
-	if !known || !bytes.Equal(req.Passwd, session.Password(sid)) {
-		c.log.Info("session resume refused", "session", hexID(sid), "known", known)
-		c.sendConnectResponse(req, 0, 0, make([]byte, 16))
-		return false
+	verdict := sessionExpired
+	if bytes.Equal(req.Passwd, session.Password(sid)) {
+		verdict = c.knownSession(sid)
 	}
-	if !c.takeOwnership(sid) {
+	if verdict == sessionLive {
+		verdict = c.takeOwnership(sid)
+	}
+	switch verdict {
+	case sessionUndecided:
+		c.log.Info("cannot decide about the session now; closing", "session", hexID(sid))
+		return false
+	case sessionExpired:
+		c.log.Info("session resume refused: expired or wrong password", "session", hexID(sid))
 		c.sendConnectResponse(req, 0, 0, make([]byte, 16))
 		return false
 	}
@@ -320,19 +332,68 @@ func (c *conn) resumeSession(req *jute.ConnectRequest, timeout int32) bool {
 	return true
 }
 
+// sessionVerdict is what a member decided about a session a client resumes.
+type sessionVerdict int
+
+const (
+	sessionLive      sessionVerdict = iota
+	sessionExpired                  // the quorum ended it, or it never existed
+	sessionUndecided                // this member cannot tell now: close, the client retries
+)
+
+// knownSession reports whether session sid exists. A member that does not
+// know it may not have applied its creation yet (the client's last zxid
+// need not cover it), so an ensemble member first syncs with the leader.
+func (c *conn) knownSession(sid int64) sessionVerdict {
+	if _, ok := c.s.node.Sessions().Get(sid); ok {
+		return sessionLive
+	}
+	if !c.s.node.Clustered() {
+		return sessionExpired
+	}
+	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.syncLimit())
+	defer cancel()
+	if err := c.s.node.Sync(ctx); err != nil {
+		c.log.Info("session unknown and no sync with the leader", "session", hexID(sid), "err", err)
+		return sessionUndecided
+	}
+	if _, ok := c.s.node.Sessions().Get(sid); ok {
+		return sessionLive
+	}
+	return sessionExpired
+}
+
 // takeOwnership makes this member the owner of a session resumed here, so
 // that writes still arriving through its previous member fail with
-// SessionMoved. It reports false when the session ended meanwhile.
-func (c *conn) takeOwnership(sid int64) bool {
+// SessionMoved. Only a committed SessionExpired makes the session expired;
+// a replication failure or no answer within syncLimit leaves it undecided.
+func (c *conn) takeOwnership(sid int64) sessionVerdict {
 	if c.s.node.Sessions().Owner(sid) == c.s.serverID {
-		return true
+		return sessionLive
 	}
-	out := <-c.s.node.Submit(&txnlog.Txn{Tree: datatree.Txn{Type: txnlog.OpMoveSession, SessionID: sid}})
-	if out.Err != nil || out.Result.Err != jute.OK {
+	ch := c.s.node.Submit(&txnlog.Txn{Tree: datatree.Txn{Type: txnlog.OpMoveSession, SessionID: sid}})
+	timer := time.NewTimer(c.s.syncLimit())
+	defer timer.Stop()
+	var out replication.Outcome
+	select {
+	case out = <-ch:
+	case <-timer.C:
+		c.log.Info("session move not committed in time", "session", hexID(sid))
+		return sessionUndecided
+	case <-c.s.ctx.Done():
+		return sessionUndecided
+	}
+	switch {
+	case out.Err != nil:
 		c.log.Info("session could not move here", "session", hexID(sid), "err", out.Err)
-		return false
+		return sessionUndecided
+	case out.Result.Err == jute.SessionExpired:
+		return sessionExpired
+	case out.Result.Err != jute.OK:
+		c.log.Warn("session move failed", "session", hexID(sid), "code", out.Result.Err)
+		return sessionUndecided
 	}
-	return true
+	return sessionLive
 }
 
 func (c *conn) bindSession(sid int64, timeout int32) {

@@ -134,27 +134,50 @@ func (s *Server) restartSessionClocks() {
 
 // superviseServing opens the doors to clients once the replicated state is
 // current, and closes them again (dropping every client connection, as a
-// ZooKeeper member does when it loses its leader) whenever no leader is
-// known, so that nobody reads from a member cut off from the quorum.
+// ZooKeeper member does when it loses its leader) whenever this member is
+// not in a working quorum (servingTrouble), so that clients see
+// Disconnected at once and nobody reads from a member cut off from the
+// quorum. It checks every half tick, and at once when the forwarding
+// connection to the leader breaks.
 func (s *Server) superviseServing(ctx context.Context) {
-	check := time.Duration(s.cfg.TickTime) * time.Millisecond / 2
+	check := time.NewTicker(time.Duration(s.cfg.TickTime) * time.Millisecond / 2)
+	defer check.Stop()
 	for ctx.Err() == nil {
 		s.waitServing(ctx)
-		for ctx.Err() == nil && s.node.Leader() != 0 {
+		var trouble error
+		for ctx.Err() == nil && trouble == nil {
 			select {
 			case <-ctx.Done():
-			case <-time.After(check):
+			case <-check.C:
+			case <-s.node.LeaderLinkLost():
 			}
+			trouble = s.servingTrouble()
 		}
 		if ctx.Err() != nil {
 			return
 		}
 		s.serving.Store(false)
-		s.log.Warn("lost the leader; not serving until a quorum is back")
+		s.log.Warn("not in a working quorum; not serving until one is back", "reason", trouble)
 		for _, c := range s.connections() {
-			c.abort("member lost its leader")
+			c.abort("member left the quorum")
 		}
 	}
+}
+
+// servingTrouble is the one place that decides whether this ensemble
+// member may keep serving clients: it says why not, nil while it may. A
+// member serves while it is in a working quorum: it leads, or it follows a
+// leader it heard from within syncLimit ticks over a working forwarding
+// connection. (Read-only mode, when it comes, decides here too.)
+func (s *Server) servingTrouble() error {
+	return s.node.QuorumHealth(s.syncLimit())
+}
+
+// syncLimit is how long a member may go without hearing from its leader,
+// and how long it may take to catch up with it: syncLimit ticks (at least
+// one).
+func (s *Server) syncLimit() time.Duration {
+	return time.Duration(max(s.cfg.SyncLimit, 1)*s.cfg.TickTime) * time.Millisecond
 }
 
 // waitServing marks the server ready once the replicated state is current,

@@ -38,15 +38,35 @@ func testConfig(t *testing.T, dataDir string) conf.Config {
 }
 
 // testLogger routes server logs through t.Log (shown on failure or -v).
+// Logs written once the test's cleanup has passed this logger are dropped:
+// a closed member's raft transport may still log about a connection a
+// proxy closes later, and t.Log panics after the test has completed.
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	w := &tWriter{t: t}
+	t.Cleanup(w.stop)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
-type tWriter struct{ t *testing.T }
+// tWriter writes to t.Log until stopped; mu guards stopped.
+type tWriter struct {
+	t       *testing.T
+	mu      sync.Mutex
+	stopped bool
+}
 
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
+func (w *tWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
 	return len(p), nil
+}
+
+func (w *tWriter) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
 }
 
 // startServer runs an in-process server and stops it when the test ends.
