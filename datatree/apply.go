@@ -277,44 +277,56 @@ func newNodeKind(op jute.OpCode, a *createArgs, session int64) (nodeKind, int64)
 	return kindPersistent, 0
 }
 
-// create validates and applies a create of any kind in ZooKeeper's order
-// (semantics.md §4) and returns the new node and its path.
-func (t *Tree) create(ctx *applyCtx, op jute.OpCode, a createArgs) (*node, string, jute.Code) {
-	if code := t.validateCreateMode(op, &a); code != jute.OK {
-		return nil, "", code
+// createCheck validates a create of any kind in ZooKeeper's order
+// (semantics.md §4) without changing the tree, and returns where the new
+// node goes and its interned-to-be ACL list.
+func (t *Tree) createCheck(ctx *applyCtx, op jute.OpCode, a *createArgs) (loc, []jute.ACL, jute.Code) {
+	if code := t.validateCreateMode(op, a); code != jute.OK {
+		return loc{}, nil, code
 	}
 	parentPath, _, ok := splitParent(a.path)
 	if !ok || containsNUL(a.path) {
-		return nil, "", jute.BadArguments
+		return loc{}, nil, jute.BadArguments
 	}
 	acl, code := t.fixupACL(a.acl, ctx.txn.IDs)
 	if code != jute.OK {
-		return nil, "", code
+		return loc{}, nil, code
 	}
 	parent := t.lookup(parentPath)
 	if parent == nil {
-		return nil, "", jute.NoNode
+		return loc{}, nil, jute.NoNode
 	}
 	if !t.allowed(parent, ctx.txn.IDs, jute.PermCreate) {
-		return nil, "", jute.NoAuth
+		return loc{}, nil, jute.NoAuth
 	}
 	path := a.path
 	if a.flags.IsSequential() {
 		path = sequentialPath(path, parent.cversion)
 	}
 	if ValidatePath(path) != jute.OK {
-		return nil, "", jute.BadArguments
+		return loc{}, nil, jute.BadArguments
 	}
 	l := loc{parent: parent, parentPath: parentPath, name: path[len(parentPath)+1:], path: path}
 	if l.name == "" || t.child(parent, l.name) != nil { // "" is "/" itself
-		return nil, "", jute.NodeExists
+		return loc{}, nil, jute.NodeExists
 	}
 	if parent.kind() == kindEphemeral {
-		return nil, "", jute.NoChildrenForEphemerals
+		return loc{}, nil, jute.NoChildrenForEphemerals
 	}
 	if code := t.checkQuota(ctx, path, 1, int64(len(a.data))); code != jute.OK {
+		return loc{}, nil, code
+	}
+	return l, acl, jute.OK
+}
+
+// create validates and applies a create of any kind and returns the new
+// node and its path.
+func (t *Tree) create(ctx *applyCtx, op jute.OpCode, a createArgs) (*node, string, jute.Code) {
+	l, acl, code := t.createCheck(ctx, op, &a)
+	if code != jute.OK {
 		return nil, "", code
 	}
+	parent, parentPath, path := l.parent, l.parentPath, l.path
 	kind, owner := newNodeKind(op, &a, ctx.txn.SessionID)
 	n := newNode(kind, t.acls.intern(acl))
 	n.name = strings.Clone(l.name) // not a slice of the request's path
@@ -415,8 +427,9 @@ func (t *Tree) deleteNode(ctx *applyCtx, l loc, n *node) {
 	ctx.emit(jute.EventNodeChildrenChanged, eventParent(l.parentPath))
 }
 
-// setData validates and applies a setData.
-func (t *Tree) setData(ctx *applyCtx, r *jute.SetDataRequest) (*node, jute.Code) {
+// setDataCheck validates a setData without changing the tree and returns
+// the node it changes.
+func (t *Tree) setDataCheck(ctx *applyCtx, r *jute.SetDataRequest) (*node, jute.Code) {
 	if ValidatePath(r.Path) != jute.OK {
 		return nil, jute.BadArguments
 	}
@@ -427,13 +440,19 @@ func (t *Tree) setData(ctx *applyCtx, r *jute.SetDataRequest) (*node, jute.Code)
 	if !t.allowed(n, ctx.txn.IDs, jute.PermWrite) {
 		return nil, jute.NoAuth
 	}
+	if code := t.checkQuota(ctx, r.Path, 0, int64(len(r.Data)-len(n.data))); code != jute.OK {
+		return nil, code
+	}
+	return n, checkVersion(n.version, r.Version)
+}
+
+// setData validates and applies a setData.
+func (t *Tree) setData(ctx *applyCtx, r *jute.SetDataRequest) (*node, jute.Code) {
+	n, code := t.setDataCheck(ctx, r)
+	if code != jute.OK {
+		return nil, code
+	}
 	bytesDiff := int64(len(r.Data) - len(n.data))
-	if code := t.checkQuota(ctx, r.Path, 0, bytesDiff); code != jute.OK {
-		return nil, code
-	}
-	if code := checkVersion(n.version, r.Version); code != jute.OK {
-		return nil, code
-	}
 	if ctx.multi {
 		ctx.undo = append(ctx.undo, undoRec{op: undoSetData, n: n, data: n.data,
 			version: n.version, mzxid: n.mzxid, mtime: n.mtime})

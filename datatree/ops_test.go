@@ -30,6 +30,10 @@ func runOpCases(t *testing.T, tests []opCase) {
 				tc.setup(h)
 			}
 			before := h.snapshot()
+			forecast := h.tree.Forecast(&Txn{Type: tc.op, SessionID: h.sess, Request: tc.req, IDs: h.ids})
+			if want := forecastOf(tc.op, tc.want); forecast != want {
+				t.Errorf("Forecast = %v, want %v", forecast, want)
+			}
 			res := h.apply(tc.op, tc.req)
 			if res.Err != tc.want {
 				t.Fatalf("err = %v, want %v", res.Err, tc.want)
@@ -44,6 +48,19 @@ func runOpCases(t *testing.T, tests []opCase) {
 			}
 		})
 	}
+}
+
+// forecastOf is what Tree.Forecast answers for a write of op that Apply
+// answers with code: the code itself for creates and setData, except a
+// quota failure (it depends on other nodes), and OK for everything else.
+func forecastOf(op jute.OpCode, code jute.Code) jute.Code {
+	switch op {
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL, jute.OpSetData:
+		if code != jute.QuotaExceeded {
+			return code
+		}
+	}
+	return jute.OK
 }
 
 // aclWithout returns world:anyone with every permission but perm.

@@ -247,3 +247,10 @@ func Decode(b []byte, r Record) error {
 	r.Decode(d)
 	return d.Finish(true)
 }
+
+// SkipBuffer reads past a length-prefixed buffer without copying it.
+func (d *Decoder) SkipBuffer() {
+	if n := d.length(); n > 0 && d.err == nil {
+		d.take(n)
+	}
+}

@@ -175,6 +175,10 @@ func (f *fsm) applyLocked(l *raft.Log) bool {
 			f.finishWithoutTree(txn, zxid, &datatree.Result{Err: code})
 			continue
 		}
+		if body, ok := t.Tree.Request.(*txnlog.FailedWrite); ok && t.Tree.Type == txnlog.OpFailedWrite {
+			f.finishWithoutTree(txn, zxid, &datatree.Result{Err: body.Err})
+			continue
+		}
 		if t.Tree.Type == txnlog.OpSetConfig {
 			f.finishWithoutTree(txn, zxid, f.setConfig(tree, t, zxid))
 			continue

@@ -132,22 +132,23 @@ func (p *proposal) appendTo(dst []byte) []byte {
 
 // Node is one replica: the raft instance, its stores and the FSM.
 type Node struct {
-	cfg     Config
-	log     *slog.Logger
-	raft    *raft.Raft
-	logs    raft.LogStore // read by WaitApplied
-	fsm     *fsm
-	waiters *waiters
-	applied *appliedIndex
-	closers []func() error
-	lsync   *leaderSync               // the WAL's deferred leader fsyncs (nil without WAL and forceSync)
-	syncs   *logSyncs                 // times the WAL's fsyncs
-	running atomic.Pointer[raft.Raft] // raft once NewRaft returned (read by raft's own goroutines)
-	lt      *leaderTransport          // an ensemble member's raft transport (nil when standalone)
-	peers   *peerSet
-	fwd     *forwarder
-	health  peerHealth
-	link    *leaderLink // a follower's forwarding connection to the leader (health.go)
+	cfg      Config
+	log      *slog.Logger
+	raft     *raft.Raft
+	logs     raft.LogStore // read by WaitApplied
+	fsm      *fsm
+	waiters  *waiters
+	applied  *appliedIndex
+	closers  []func() error
+	lsync    *leaderSync               // the WAL's deferred leader fsyncs (nil without WAL and forceSync)
+	syncs    *logSyncs                 // times the WAL's fsyncs
+	running  atomic.Pointer[raft.Raft] // raft once NewRaft returned (read by raft's own goroutines)
+	lt       *leaderTransport          // an ensemble member's raft transport (nil when standalone)
+	peers    *peerSet
+	fwd      *forwarder
+	health   peerHealth
+	link     *leaderLink // a follower's forwarding connection to the leader (health.go)
+	forecast *forecaster // the leader's failed-write forecasts (forecast.go)
 
 	// fwdMu guards the forwarding listener and the member connections it
 	// accepted, closed together by Close.
@@ -174,6 +175,10 @@ type inflightEntry struct {
 	// forwarded: the entry, built on this leader, carries writes forwarded
 	// by another member (commit announcements for it are urgent).
 	forwarded bool
+	// term and marks: what the entry, built on this leader in term, marked
+	// for the forecaster (forecast.go).
+	term  uint64
+	marks forecastMarks
 }
 
 // Open starts a node, bootstrapping a fresh data directory on first use: a
@@ -199,6 +204,7 @@ func Open(cfg Config) (*Node, error) {
 		inflight: make(chan inflightEntry, maxUnappliedEntries),
 		stop:     make(chan struct{}),
 		link:     newLeaderLink(),
+		forecast: newForecaster(),
 	}
 	if cfg.ForwardTimeout <= 0 {
 		n.cfg.ForwardTimeout = 10 * time.Second
@@ -589,6 +595,8 @@ func (n *Node) NewRequestID() uint64 { return n.nextID.Add(1) }
 // (follower), and returns what the collector needs to see it through.
 func (n *Node) commitBatch(batch []proposal) inflightEntry {
 	if !n.clustered() || n.IsLeader() {
+		term := n.raft.CurrentTerm()
+		marks := n.forecast.screen(batch, n.fsm.tree.Load(), term, n.raft.LastIndex(), n.forecastBarrier)
 		size := 0
 		for _, p := range batch {
 			size += p.size
@@ -603,7 +611,8 @@ func (n *Node) commitBatch(batch []proposal) inflightEntry {
 		if en != nil {
 			n.fsm.local.put(entry, en)
 		}
-		return inflightEntry{future: n.raft.Apply(entry, 0), props: batch, entry: entry, forwarded: en == nil}
+		return inflightEntry{future: n.raft.Apply(entry, 0), props: batch, entry: entry, forwarded: en == nil,
+			term: term, marks: marks}
 	}
 	return inflightEntry{future: &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(batch))}, props: batch}
 }
@@ -674,6 +683,7 @@ func (n *Node) collectLoop() {
 	for e := range n.inflight {
 		var index uint64 // the entry's, when this leader committed it
 		err := e.future.Error()
+		n.forecast.unmark(e.term, e.marks)
 		if err != nil {
 			n.log.Warn("writes not committed", "err", err, "txns", len(e.props))
 			n.fsm.local.take(e.entry) // not applied here (it may be later, decoded)

@@ -46,6 +46,66 @@ const OpMoveSession jute.OpCode = -100
 // with "version=<zxid in hex>".
 const OpSetConfig jute.OpCode = -101
 
+// OpFailedWrite is the internal opcode of a write the leader knew would
+// fail when it built the entry (datatree.Tree.Forecast): its body is a
+// FailedWrite, so the log holds the error and the path instead of the
+// write's payload, as ZooKeeper logs an error transaction.
+const OpFailedWrite jute.OpCode = -102
+
+// FailedWrite is the body of an OpFailedWrite transaction: the write's own
+// opcode and path, and the error every member answers it with.
+type FailedWrite struct {
+	Op   jute.OpCode
+	Err  jute.Code
+	Path string
+}
+
+// Encode implements jute.Record.
+func (r *FailedWrite) Encode(e *jute.Encoder) {
+	e.Int(int32(r.Op))
+	e.Int(int32(r.Err))
+	e.String(r.Path)
+}
+
+// Decode implements jute.Record.
+func (r *FailedWrite) Decode(d *jute.Decoder) {
+	r.Op = jute.OpCode(d.Int())
+	r.Err = jute.Code(d.Int())
+	r.Path = d.String()
+}
+
+// Failed returns the OpFailedWrite transaction that stands for t, which
+// fails with code: the same request id, session, owner and identities.
+func Failed(t *Txn, code jute.Code) *Txn {
+	f := &FailedWrite{Op: t.Tree.Type, Err: code, Path: RequestPath(t.Tree.Request)}
+	out := *t
+	out.Tree.Type = OpFailedWrite
+	out.Tree.Request = f
+	return &out
+}
+
+// RequestPath returns the path a single-path write request names, "" for
+// others (multi, session transactions).
+func RequestPath(r jute.Record) string {
+	switch r := r.(type) {
+	case *jute.CreateRequest:
+		return r.Path
+	case *jute.CreateTTLRequest:
+		return r.Path
+	case *jute.SetDataRequest:
+		return r.Path
+	case *jute.DeleteRequest:
+		return r.Path
+	case *jute.SetACLRequest:
+		return r.Path
+	case *jute.CheckVersionRequest:
+		return r.Path
+	case *jute.PathRequest:
+		return r.Path
+	}
+	return ""
+}
+
 // ErrUnknownEntry is returned for an entry kind or version this build does
 // not know.
 var ErrUnknownEntry = errors.New("txnlog: unknown entry kind or version")
@@ -178,6 +238,75 @@ func Decode(b []byte) (*Entry, error) {
 	return en, nil
 }
 
+// DecodeTxn parses one transaction encoded by EncodeTxn, with the entry
+// time given. It never panics on malformed input.
+func DecodeTxn(b []byte, time int64) (*Txn, error) {
+	d := jute.NewDecoder(b)
+	t, err := decodeTxn(d, time)
+	if err != nil {
+		return nil, fmt.Errorf("txnlog: decode txn: %w", err)
+	}
+	if err := d.Finish(true); err != nil {
+		return nil, fmt.Errorf("txnlog: decode txn: %w", err)
+	}
+	return t, nil
+}
+
+// PeekPath returns the opcode of an encoded transaction and, for a write
+// whose request starts with its path (every single-path write), that path
+// and whether it is a sequential create, without decoding the data and
+// ACLs. ok is false for malformed input.
+func PeekPath(b []byte) (op jute.OpCode, path string, sequential, ok bool) {
+	d := jute.NewDecoder(b)
+	d.Long() // request id
+	d.Long() // session
+	d.Long() // owner
+	op = jute.OpCode(d.Int())
+	d.Int() // timeout
+	nids := int(d.Int())
+	if d.Err() != nil || nids < 0 || nids > d.Remaining()/8 {
+		return op, "", false, false
+	}
+	for i := 0; i < nids; i++ {
+		var id jute.ID
+		id.Decode(d)
+	}
+	switch op {
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
+		path = d.String()
+		d.SkipBuffer() // data
+		skipACLs(d)
+		sequential = jute.CreateMode(d.Int()).IsSequential()
+	case jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpCheck, jute.OpDeleteContainer, OpSetConfig:
+		path = d.String()
+	}
+	return op, path, sequential, d.Err() == nil
+}
+
+// skipACLs reads past a vector<ACL>.
+func skipACLs(d *jute.Decoder) {
+	n := int(d.Int())
+	if n < 0 || n > d.Remaining()/12 {
+		return
+	}
+	for i := 0; i < n && d.Err() == nil; i++ {
+		var a jute.ACL
+		a.Decode(d)
+	}
+}
+
+// IsSequentialCreate reports whether r is a create request with a
+// sequential mode.
+func IsSequentialCreate(r jute.Record) bool {
+	switch r := r.(type) {
+	case *jute.CreateRequest:
+		return r.Flags.IsSequential()
+	case *jute.CreateTTLRequest:
+		return r.Flags.IsSequential()
+	}
+	return false
+}
+
 func decodeTxn(d *jute.Decoder, time int64) (*Txn, error) {
 	t := &Txn{RequestID: uint64(d.Long())}
 	t.Tree.SessionID = d.Long()
@@ -214,6 +343,8 @@ func NewBody(op jute.OpCode) (jute.Record, error) {
 		return nil, nil
 	case jute.OpDeleteContainer:
 		return &jute.PathRequest{}, nil
+	case OpFailedWrite:
+		return &FailedWrite{}, nil
 	case OpSetConfig:
 		return &jute.SetDataRequest{}, nil
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,

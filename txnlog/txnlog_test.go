@@ -28,7 +28,63 @@ func sampleEntry() *Entry {
 		{RequestID: 8, Tree: datatree.Txn{Type: jute.OpDeleteContainer, Request: &jute.PathRequest{Path: "/c"}}},
 		{RequestID: 9, Owner: 3, Tree: datatree.Txn{Type: OpMoveSession, SessionID: 0x0100000000000001}},
 		{RequestID: 10, Tree: datatree.Txn{Type: jute.OpCloseSession, SessionID: 0x0100000000000001}},
+		{RequestID: 11, Owner: 2, Tree: datatree.Txn{Type: OpFailedWrite, SessionID: 7, IDs: ids,
+			Request: &FailedWrite{Op: jute.OpSetData, Err: jute.NoNode, Path: "/gone"}}},
 	}}
+}
+
+// PeekPath reads the opcode, path and sequential flag of every sample
+// transaction as a full decode does.
+func TestPeekPathAgreesWithDecode(t *testing.T) {
+	en := sampleEntry()
+	en.Txns = append(en.Txns, &Txn{RequestID: 12, Tree: datatree.Txn{Type: jute.OpCreate2, IDs: []jute.ID{{Scheme: "world", ID: "anyone"}},
+		Request: &jute.CreateRequest{Path: "/q/item-", Data: []byte("payload"), ACL: jute.OpenACLUnsafe, Flags: jute.ModePersistentSequential}}})
+	for i, tx := range en.Txns {
+		op, path, seq, ok := PeekPath(EncodeTxn(nil, tx))
+		wantPath := RequestPath(tx.Tree.Request)
+		if tx.Tree.Type == OpFailedWrite {
+			wantPath = "" // its body starts with the write's opcode, not a path
+		}
+		if !ok || op != tx.Tree.Type || path != wantPath || seq != IsSequentialCreate(tx.Tree.Request) {
+			t.Errorf("txn %d: PeekPath = %v %q %v %v, want %v %q %v", i, op, path, seq, ok, tx.Tree.Type, wantPath, IsSequentialCreate(tx.Tree.Request))
+		}
+	}
+}
+
+func TestFailedKeepsIdentityAndDropsPayload(t *testing.T) {
+	tx := &Txn{RequestID: 5, Owner: 3, Tree: datatree.Txn{Type: jute.OpSetData, SessionID: 9,
+		Request: &jute.SetDataRequest{Path: "/big", Data: make([]byte, 1<<20), Version: -1}}}
+	f := Failed(tx, jute.NoNode)
+	body, ok := f.Tree.Request.(*FailedWrite)
+	if !ok || f.Tree.Type != OpFailedWrite || *body != (FailedWrite{Op: jute.OpSetData, Err: jute.NoNode, Path: "/big"}) {
+		t.Fatalf("Failed = %+v", f)
+	}
+	if f.RequestID != 5 || f.Owner != 3 || f.Tree.SessionID != 9 || tx.Tree.Type != jute.OpSetData {
+		t.Fatalf("identity not kept, or the original changed: %+v / %+v", f, tx)
+	}
+	if n := len(EncodeTxn(nil, f)); n > 100 {
+		t.Fatalf("a failed 1 MiB write encodes to %d bytes", n)
+	}
+	got, err := DecodeTxn(EncodeTxn(nil, f), 0)
+	if err != nil || !reflect.DeepEqual(got, f) {
+		t.Fatalf("DecodeTxn = %+v, %v", got, err)
+	}
+}
+
+func FuzzPeekPath(f *testing.F) {
+	for _, tx := range sampleEntry().Txns {
+		f.Add(EncodeTxn(nil, tx))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		op, path, _, ok := PeekPath(b)
+		tx, err := DecodeTxn(b, 0)
+		if err != nil || tx.Tree.Type == OpFailedWrite {
+			return
+		}
+		if !ok || op != tx.Tree.Type || path != RequestPath(tx.Tree.Request) {
+			t.Fatalf("PeekPath = %v %q %v, decode gives %v %q", op, path, ok, tx.Tree.Type, RequestPath(tx.Tree.Request))
+		}
+	})
 }
 
 func TestEntryRoundTrip(t *testing.T) {
