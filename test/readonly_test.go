@@ -59,12 +59,25 @@ func adminReadOnly(t *testing.T, e *ensemble, i int) bool {
 	return *out.ReadOnly
 }
 
-// TestReadOnlyModeIsolatedMember: a member cut off from its quorum with
+// TestReadOnlyModeIsolatedMember: a member (a follower, or the leader,
+// which first has to step down) cut off from its quorum with
 // readonlymode.enabled serves read-only clients from its last state, and
 // closes them once it is back in the quorum.
 func TestReadOnlyModeIsolatedMember(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pick func(leader int) int
+	}{
+		{"follower", func(leader int) int { return (leader + 1) % 3 }},
+		{"leader", func(leader int) int { return leader }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testReadOnlyIsolation(t, tc.pick) })
+	}
+}
+
+func testReadOnlyIsolation(t *testing.T, pick func(leader int) int) {
 	e, links := proxiedEnsemble(t, 3, readOnlyMode)
-	m := (e.leader() + 1) % 3 // a follower
+	m := pick(e.leader())
 	addr := e.addr(m)
 
 	// A global session on m, which also writes the state to read later.
