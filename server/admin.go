@@ -144,7 +144,7 @@ func (h *adminHandler) run(name string, args url.Values) string {
 	if cmd == nil {
 		return encodeJSON(jsonObject{{"command", name}, {"error", "Unknown command: " + name}})
 	}
-	if cmd.serverRequired && !h.s.serving.Load() {
+	if cmd.serverRequired && !h.s.serving.Load() && !h.s.readOnly() {
 		return encodeJSON(jsonObject{{"command", name}, {"error", notServingError}})
 	}
 	fields, errMsg := cmd.run(h.s, args)
@@ -333,8 +333,9 @@ func (s *Server) adminInitialConfiguration(url.Values) (jsonObject, string) {
 	return jsonObject{{"initial_configuration", nil}}, ""
 }
 
+// adminIsReadOnly is isro's JSON: true while the read-only server runs.
 func (s *Server) adminIsReadOnly(url.Values) (jsonObject, string) {
-	return jsonObject{{"read_only", false}}, ""
+	return jsonObject{{"read_only", s.readOnly()}}, ""
 }
 
 // adminLastSnapshot reports the newest snapshot: its zxid (hex, no 0x) and
@@ -391,10 +392,10 @@ func lastSnapshot(dir string) (zxid int64, at time.Time, ok bool) {
 	return int64(binary.BigEndian.Uint64(hdr[12:])), time.UnixMilli(int64(best[2])), true
 }
 
-// adminLeader names the leader of an ensemble; a standalone server answers
-// ZooKeeper's "server is not initialized".
+// adminLeader names the leader of an ensemble; a standalone server and the
+// read-only server answer ZooKeeper's "server is not initialized".
 func (s *Server) adminLeader(url.Values) (jsonObject, string) {
-	if !s.node.Clustered() {
+	if !s.node.Clustered() || s.readOnly() {
 		return nil, "server is not initialized"
 	}
 	id := s.node.Leader()
@@ -658,7 +659,7 @@ func (s *Server) adminZabState(url.Values) (jsonObject, string) {
 	zxid := s.node.LastZxid()
 	state := "broadcast"
 	switch {
-	case s.mode() == "looking":
+	case s.readOnly() || s.mode() == "looking":
 		state = "election"
 	case !s.serving.Load():
 		state = "synchronization"

@@ -74,6 +74,10 @@ type conn struct {
 	aborted        atomic.Bool
 	done           chan struct{} // closed by abort
 
+	// readOnly marks a session of the read-only server (readonly.go); set
+	// by the handshake, owned by the reader goroutine.
+	readOnly bool
+
 	order sessionOrder
 
 	idsMu sync.Mutex
@@ -236,7 +240,8 @@ func (c *conn) handshake() bool {
 		c.log.Warn("bad connect frame; closing", "err", err)
 		return false
 	}
-	if !c.s.serving.Load() {
+	readOnly := c.s.readOnly()
+	if !c.s.serving.Load() && !readOnly {
 		c.log.Info("not serving yet (no quorum or catching up); closing")
 		return false
 	}
@@ -248,6 +253,9 @@ func (c *conn) handshake() bool {
 		return false
 	}
 	c.nc.SetReadDeadline(time.Time{})
+	if readOnly {
+		return c.connectReadOnly(&req)
+	}
 	return c.connect(&req)
 }
 
@@ -405,7 +413,7 @@ func (c *conn) bindSession(sid int64, timeout int32) {
 }
 
 func (c *conn) sendConnectResponse(req *jute.ConnectRequest, timeout int32, sid int64, passwd []byte) {
-	resp := jute.ConnectResponse{TimeOut: timeout, SessionID: sid, Passwd: passwd, HasReadOnly: req.HasReadOnly}
+	resp := jute.ConnectResponse{TimeOut: timeout, SessionID: sid, Passwd: passwd, ReadOnly: c.readOnly, HasReadOnly: req.HasReadOnly}
 	c.out.push(jute.AppendFrame(nil, &resp))
 }
 
@@ -510,6 +518,9 @@ func (c *conn) handle(payload []byte) bool {
 	case jute.OpCreateSession, jute.OpDeleteContainer:
 		c.log.Warn("internal opcode from a client; closing", "op", h.Type)
 		return reply(jute.Unimplemented, -1, true)
+	}
+	if handled, more := c.refuseInReadOnly(h, now); handled {
+		return more
 	}
 	req := jute.NewRequest(h.Type)
 	if req == nil {

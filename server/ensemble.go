@@ -78,9 +78,10 @@ func (t *toucher) take() []int64 {
 }
 
 // touch records activity of session sid. The leader (and a standalone
-// server) refreshes its expiry clock at once; other members batch.
+// server) refreshes its expiry clock at once; other members batch. A local
+// session of the read-only server (readonly.go) is refreshed here.
 func (s *Server) touch(sid int64) {
-	if sid == 0 {
+	if sid == 0 || s.touchLocal(sid) {
 		return
 	}
 	if !s.node.Clustered() || s.node.IsLeader() {
@@ -168,7 +169,7 @@ func (s *Server) superviseServing(ctx context.Context) {
 // member may keep serving clients: it says why not, nil while it may. A
 // member serves while it is in a working quorum: it leads, or it follows a
 // leader it heard from within syncLimit ticks over a working forwarding
-// connection. (Read-only mode, when it comes, decides here too.)
+// connection. While it may not, waitServing decides about read-only mode.
 func (s *Server) servingTrouble() error {
 	return s.node.QuorumHealth(s.syncLimit())
 }
@@ -181,18 +182,23 @@ func (s *Server) syncLimit() time.Duration {
 }
 
 // waitServing marks the server ready once the replicated state is current,
-// retrying while there is no quorum.
+// retrying while there is no quorum. With readonlymode.enabled, a member
+// that waits longer than readOnlyDelay serves read-only clients meanwhile,
+// until it has a quorum again (readonly.go).
 func (s *Server) waitServing(ctx context.Context) {
+	stopReadOnly := s.startReadOnlyTimer(ctx)
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := s.node.WaitReady(wctx)
 		cancel()
 		if err == nil {
+			stopReadOnly() // read-only clients are gone before read-write ones come
 			s.markServing()
 			return
 		}
 		s.log.Info("waiting for a quorum", "err", err)
 	}
+	stopReadOnly()
 }
 
 // markServing sets the config node and opens the doors to clients.

@@ -54,7 +54,7 @@ func (c *conn) runFourLetterWord(cmd string) {
 // fourLetter renders one command. self is the asking connection (stmk reads
 // its mask from it).
 func (s *Server) fourLetter(cmd string, w *strings.Builder, self *conn) {
-	if !s.serving.Load() {
+	if !s.serving.Load() && !s.readOnly() {
 		switch cmd {
 		case "ruok":
 			w.WriteString("imok")
@@ -73,7 +73,7 @@ func (s *Server) fourLetter(cmd string, w *strings.Builder, self *conn) {
 	case "ruok":
 		w.WriteString("imok")
 	case "isro":
-		w.WriteString("rw")
+		w.WriteString(s.isro())
 	case "srvr":
 		s.writeSrvr(w, false)
 	case "stat":
@@ -149,8 +149,22 @@ func (s *Server) writeSrvr(w *strings.Builder, withClients bool) {
 }
 
 // mode is the server's role as srvr's Mode line and mntr's
-// zk_server_state show it.
-func (s *Server) mode() string { return s.node.Role() }
+// zk_server_state show it: read-only while the read-only server runs.
+func (s *Server) mode() string {
+	if s.readOnly() {
+		return "read-only"
+	}
+	return s.node.Role()
+}
+
+// isro is the isro answer of a serving member: ro from the read-only
+// server, rw otherwise (a member serving neither answers null).
+func (s *Server) isro() string {
+	if s.readOnly() {
+		return "ro"
+	}
+	return "rw"
+}
 
 // nodeCount is ZooKeeper's node count: the root is counted twice there
 // (stored under "" and "/"), so it is one more than the number of znodes.
@@ -318,7 +332,7 @@ func (s *Server) monitorValues() []keyValue {
 		{"max_file_descriptor_count", i(maxFDs)},
 		{"approximate_data_size", i(tree.ApproximateDataSize())},
 		{"open_file_descriptor_count", i(openFDs)},
-		{"local_sessions", "0"},
+		{"local_sessions", i(int64(s.localSessionCount()))},
 		{"uptime", i(time.Since(s.started).Milliseconds())},
 		{"max_latency", i(max)},
 		{"outstanding_tls_handshake", "0"},
@@ -333,9 +347,10 @@ func (s *Server) monitorValues() []keyValue {
 }
 
 // quorumValues are mntr's ensemble keys: the peer state on every member,
-// and the leader's view of its learners.
+// and the leader's view of its learners. The read-only server has none, as
+// ZooKeeper's is not a quorum server.
 func (s *Server) quorumValues() []keyValue {
-	if !s.node.Clustered() {
+	if !s.node.Clustered() || s.readOnly() {
 		return nil
 	}
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }

@@ -64,6 +64,7 @@ type Server struct {
 	audit   *slog.Logger // audit.enable lines (audit.go)
 	touches toucher
 	serving atomic.Bool
+	ro      readOnlyMode // readonlymode.enabled without a quorum (readonly.go)
 	// gated counts writes holding a gate for their session's earlier reads
 	// (order.go); zero lets BeforeApply return at once. It may overcount
 	// when a gated write's connection ends before the write is applied.

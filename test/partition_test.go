@@ -16,8 +16,8 @@ import (
 // proxiedEnsemble starts size members where every member reaches every other
 // through its own proxy (one per direction and port), so single links can
 // be cut: member i's zoo.cfg names proxies for its peers, as an operator
-// could name any address.
-func proxiedEnsemble(t *testing.T, size int) (*ensemble, [][]*linkProxy) {
+// could name any address. Each tweak adjusts every member's configuration.
+func proxiedEnsemble(t *testing.T, size int, tweaks ...func(*conf.Config)) (*ensemble, [][]*linkProxy) {
 	t.Helper()
 	real := make([]conf.Server, size)
 	for i := range real {
@@ -47,6 +47,9 @@ func proxiedEnsemble(t *testing.T, size int) (*ensemble, [][]*linkProxy) {
 		cfg.Servers = lines
 		cfg.MyID = int64(i + 1)
 		cfg.ClientPort = real[i].ClientPort
+		for _, tweak := range tweaks {
+			tweak(&cfg)
+		}
 		e.cfgs = append(e.cfgs, cfg)
 	}
 	e.launch(size)
