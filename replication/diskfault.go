@@ -16,10 +16,11 @@ package replication
 // these faults: the member stops, and on restart, with space again, it
 // recovers from what its log holds, like any restart after a crash.
 //
-// The faults are observed at three layers: the WAL's segment files
-// (crashStopFS, which names the segment), its metadata and the stable
-// store (crashStopStable, crashStopMeta), and the raft log store itself
-// (crashStopLogs), which covers raft-boltdb, where the files are bbolt's.
+// The faults are observed where the files are written: the WAL's segment
+// files (crashStopFS, which names the segment) and its metadata
+// (crashStopMeta); raft-boltdb's appends and deletions (crashStopLogs),
+// whose file bbolt writes; and the stable store of either
+// (crashStopStable).
 
 import (
 	"errors"
@@ -190,10 +191,9 @@ func (s crashStopStable) SetUint64(key []byte, val uint64) error {
 	return nil
 }
 
-// crashStopLogs is the raft log store with every failed append or
-// deletion reported to faults, and every one after the first fault
-// refused. With the WAL, crashStopFS has usually named the segment file
-// already; with raft-boltdb this is where a failed commit is seen.
+// crashStopLogs is raft-boltdb's log store with every failed append or
+// deletion (a failed bbolt commit) reported to faults, and every one after
+// the first fault refused.
 type crashStopLogs struct {
 	raft.LogStore
 	path   string

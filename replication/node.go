@@ -455,10 +455,14 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 	if n.cfg.wrapLogs != nil {
 		logs = n.cfg.wrapLogs(logs)
 	}
-	logs = crashStopLogs{LogStore: logs, path: path, faults: n.faults}
+	// The WAL's faults are caught at its files (openWAL), which name the
+	// segment; an error of its StoreLogs that is not a disk fault must
+	// not stop the member.
 	stablePath := path
 	if kind == "wal" {
 		stablePath = filepath.Join(path, metadb.FileName)
+	} else {
+		logs = crashStopLogs{LogStore: logs, path: path, faults: n.faults}
 	}
 	stable = crashStopStable{StableStore: stable, path: stablePath, faults: n.faults}
 	if err := snaps.checkAtOpen(logs); err != nil {
