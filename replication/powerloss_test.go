@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -339,9 +340,7 @@ func TestPowerLossEnsemble(t *testing.T) {
 		t.Fatal("no power loss with unsynced log data within 10s")
 	}
 	close(stop)
-	for _, n := range c.nodes {
-		n.Close()
-	}
+	closeAll(t, c.nodes)
 	wg.Wait()
 	want := acked // whenever acknowledged: only synced entries can be
 	t.Logf("%d writes acknowledged, %d bytes of log data dropped", len(want), lost)
@@ -353,6 +352,7 @@ func TestPowerLossEnsemble(t *testing.T) {
 	}
 
 	after := newLossyDisk()
+	c.peers = freshForwardAddrs(t, c.peers)
 	c.cfgHook = func(cfg *Config) {
 		cfg.vfs, cfg.Fatal = after.fs(), faultAfterRestart(t, cfg.ServerID)
 	}
@@ -387,17 +387,11 @@ func faultAfterRestart(t *testing.T, id int64) func(error) {
 func checkPairAfterPowerLoss(t *testing.T, c *testCluster, pair [2]int, want []string) {
 	t.Helper()
 	disk := newLossyDisk()
-	p := &testCluster{t: t, peers: c.peers, dirs: make([]string, len(c.dirs)), nodes: make([]*Node, len(c.nodes)),
+	p := &testCluster{t: t, peers: freshForwardAddrs(t, c.peers), dirs: make([]string, len(c.dirs)), nodes: make([]*Node, len(c.nodes)),
 		trans: make([]*raft.InmemTransport, len(c.nodes)), cfgHook: func(cfg *Config) {
 			cfg.vfs, cfg.Fatal = disk.fs(), faultAfterRestart(t, cfg.ServerID)
 		}}
-	defer func() {
-		for _, n := range p.nodes {
-			if n != nil {
-				n.Close()
-			}
-		}
-	}()
+	defer closeAll(t, p.nodes)
 	for _, i := range pair {
 		p.dirs[i] = t.TempDir()
 		copyDir(t, c.dirs[i], p.dirs[i])
@@ -408,7 +402,8 @@ func checkPairAfterPowerLoss(t *testing.T, c *testCluster, pair [2]int, want []s
 		err := p.nodes[i].WaitReady(ctx)
 		cancel()
 		if err != nil {
-			t.Fatalf("members %d and %d: %d not ready: %v", pair[0]+1, pair[1]+1, i+1, err)
+			t.Fatalf("members %d and %d: %d not ready: %v (%s; %s)", pair[0]+1, pair[1]+1, i+1, err,
+				raftState(p.nodes[pair[0]]), raftState(p.nodes[pair[1]]))
 		}
 	}
 	for _, i := range pair {
@@ -471,4 +466,43 @@ func copySparse(from, to string) error {
 			return err
 		}
 	}
+}
+
+// closeAll closes the nodes at once, as a power loss stops every member
+// at once: a leader whose followers still answer keeps waiting for its
+// uncommitted entries until they stop.
+func closeAll(t *testing.T, nodes []*Node) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		if n != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n.Close()
+			}()
+		}
+	}
+	if _, ok := returnsWithin(30*time.Second, wg.Wait); !ok {
+		t.Fatal("members did not close within 30s")
+	}
+}
+
+// raftState summarizes a member's raft state for a failure message.
+func raftState(n *Node) string {
+	st := n.Stats()
+	return fmt.Sprintf("member %d %s term %s last %s commit %s applied %s fsm applied %d", n.cfg.ServerID, n.Role(),
+		st["term"], st["last_log_index"], st["commit_index"], st["applied_index"], n.fsm.last)
+}
+
+// freshForwardAddrs returns peers with new forwarding ports (raft runs
+// over in-memory transports here). A restart then binds no port that was
+// free only a moment ago, which a test process running alongside, with the
+// same band of ports, may have picked meanwhile.
+func freshForwardAddrs(t *testing.T, peers []Peer) []Peer {
+	out := slices.Clone(peers)
+	for i := range out {
+		out[i].ForwardAddr = freeAddr(t)
+	}
+	return out
 }
