@@ -25,9 +25,10 @@ package replication
 //     synced (leaderTransport, transport.go), so a follower applies nothing
 //     the leader could still lose in a crash of its machine.
 //
-// A failed deferred fsync is sticky: later appends fail (raft then steps
-// down) and the FSM stops the member, as ZooKeeper exits when it cannot
-// write its log.
+// A failed deferred fsync stops the member (diskfault.go) and is sticky:
+// later appends fail (raft then steps down), and the FSM applies nothing
+// more: waitSynced fails as if the syncer were closed (syncFailed), which
+// the FSM takes for a member being stopped.
 
 import (
 	"errors"
@@ -96,7 +97,7 @@ func (s *leaderSync) run() {
 		s.mu.Lock()
 		s.busy = false
 		if err != nil {
-			s.err = fmt.Errorf("replication: deferred log fsync: %w", err)
+			s.err = &syncFailed{err}
 			s.cond.Broadcast()
 			return
 		}
@@ -104,6 +105,13 @@ func (s *leaderSync) run() {
 		s.cond.Broadcast()
 	}
 }
+
+// syncFailed is the sticky error of a failed deferred fsync. The syncer
+// has stopped, so it also counts as errSyncClosed.
+type syncFailed struct{ err error }
+
+func (e *syncFailed) Error() string   { return "replication: deferred log fsync: " + e.err.Error() }
+func (e *syncFailed) Unwrap() []error { return []error{e.err, errSyncClosed} }
 
 func syncFiles(files []*syncFile) error {
 	for _, f := range files {

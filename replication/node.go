@@ -95,9 +95,16 @@ type Config struct {
 	OnLogSync func(time.Duration)
 	// Logger receives structured logs (nil: discarded).
 	Logger *slog.Logger
+	// Fatal stops the member after a fault it must not survive: a failed
+	// write or fsync of its log (diskfault.go). The fault is logged before.
+	// Nil means exit the process with status 1.
+	Fatal func(error)
 
 	// vfs replaces the WAL's file system (tests inject failures).
 	vfs types.VFS
+	// wrapLogs, when set, wraps the log store as opened (tests inject
+	// failures of raft-boltdb, which has no file system layer).
+	wrapLogs func(raft.LogStore) raft.LogStore
 	// commitTimeout replaces raft's CommitTimeout (tests).
 	commitTimeout time.Duration
 }
@@ -141,6 +148,7 @@ type Node struct {
 	applied  *appliedIndex
 	closers  []func() error
 	lsync    *leaderSync               // the WAL's deferred leader fsyncs (nil without WAL and forceSync)
+	faults   *diskFaults               // stops the member at a failed log write
 	syncs    *logSyncs                 // times the WAL's fsyncs
 	running  atomic.Pointer[raft.Raft] // raft once NewRaft returned (read by raft's own goroutines)
 	lt       *leaderTransport          // an ensemble member's raft transport (nil when standalone)
@@ -214,6 +222,7 @@ func Open(cfg Config) (*Node, error) {
 		threshold = defaultFsyncWarningThreshold
 	}
 	n.syncs = &logSyncs{threshold: threshold, observe: cfg.OnLogSync, log: logger}
+	n.faults = newDiskFaults(logger, cfg.Fatal)
 	n.nextID.Store(uint64(cfg.ServerID)<<56 | uint64(time.Now().UnixNano())&(1<<48-1)<<8)
 	n.peers = newPeerSet(cfg.Peers)
 	n.fwd = newForwarder(n)
@@ -447,42 +456,71 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 		return nil, nil, nil, err
 	}
 	n.log.Info("raft log store", "kind", kind, "dir", logDir)
+	logs, stable, path, err := n.openLogStore(kind, logDir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if n.cfg.wrapLogs != nil {
+		logs = n.cfg.wrapLogs(logs)
+	}
+	// The WAL's faults are caught at its files (openWAL), which name the
+	// segment; an error of its StoreLogs that is not a disk fault must
+	// not stop the member.
+	stablePath := path
+	if kind == "wal" {
+		stablePath = filepath.Join(path, metadb.FileName)
+	} else {
+		logs = crashStopLogs{LogStore: logs, path: path, faults: n.faults}
+	}
+	stable = crashStopStable{StableStore: stable, path: stablePath, faults: n.faults}
+	if err := snaps.checkAtOpen(logs); err != nil {
+		return nil, nil, nil, err
+	}
+	return logs, stable, snaps, nil
+}
+
+// openLogStore opens the log and stable store of the kind chooseLogStore
+// chose in logDir, and returns the path of the files they live in.
+func (n *Node) openLogStore(kind, logDir string) (raft.LogStore, raft.StableStore, string, error) {
 	if kind == "wal" {
 		walDir := filepath.Join(logDir, "wal")
 		if err := os.MkdirAll(walDir, 0o750); err != nil {
-			return nil, nil, nil, fmt.Errorf("replication: create %s: %w", walDir, err)
+			return nil, nil, "", fmt.Errorf("replication: create %s: %w", walDir, err)
 		}
 		logs, stable, err := n.openWAL(walDir)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, "", err
 		}
-		return logs, stable, snaps, nil
+		return logs, stable, walDir, nil
 	}
 	// The freelist is not written on every commit (it is rebuilt on open):
 	// with a log that grows and is compacted, syncing it makes every commit
 	// slower over time. The map freelist keeps allocation cheap.
+	path := filepath.Join(logDir, "raft.db")
 	store, err := raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(logDir, "raft.db"),
+		Path:        path,
 		NoSync:      !n.cfg.ForceSync,
 		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("replication: open log store: %w", err)
+		return nil, nil, "", fmt.Errorf("replication: open log store: %w", err)
 	}
 	n.closers = append(n.closers, store.Close)
-	return store, store, snaps, nil
+	return store, store, path, nil
 }
 
 // openWAL opens the raft-wal log store in walDir. With forceSync it runs
 // behind leaderSync (leadersync.go), which lets a leader replicate entries
 // while it fsyncs them, on segments that zeroFS (walfs.go) zeroes ahead of
-// the writes; without, its files are never synced.
+// the writes; without, its files are never synced. Either way a failed
+// write, fsync or metadata commit stops the member (crashStopFS,
+// crashStopMeta).
 func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	// The WAL does not close its metadata database itself; it is ours
 	// to close after the WAL (closers run in reverse order).
 	bolt := &metadb.BoltMetaDB{}
 	n.closers = append(n.closers, bolt.Close)
-	var meta types.MetaStore = bolt
+	var meta types.MetaStore = crashStopMeta{MetaStore: bolt, path: filepath.Join(walDir, metadb.FileName), faults: n.faults}
 	vfs := n.cfg.vfs
 	if vfs == nil {
 		vfs = walfs.New()
@@ -493,9 +531,10 @@ func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	if n.cfg.ForceSync {
 		n.lsync = newLeaderSync()
 		n.closers = append(n.closers, n.lsync.close)
-		vfs, meta = syncFS{VFS: zeroFS{VFS: vfs, syncs: n.syncs}, sync: n.lsync}, syncMeta{MetaStore: bolt, sync: n.lsync}
+		vfs = syncFS{VFS: crashStopFS{VFS: zeroFS{VFS: vfs, syncs: n.syncs}, faults: n.faults}, sync: n.lsync}
+		meta = syncMeta{MetaStore: meta, sync: n.lsync}
 	} else {
-		vfs = noSyncFS(vfs)
+		vfs = crashStopFS{VFS: noSyncFS(vfs), faults: n.faults}
 	}
 	store, err := wal.Open(walDir, wal.WithMetaStore(meta), wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)))
 	if err != nil {

@@ -157,7 +157,8 @@ func (s *snapshotStore) List() ([]*raft.SnapshotMeta, error) {
 	return out, nil
 }
 
-// all returns every complete snapshot whose metadata reads, newest first.
+// all returns every complete snapshot whose metadata reads, newest first;
+// snapshots set aside as damaged (snapcheck.go) are not listed.
 func (s *snapshotStore) all() ([]*snapFileMeta, error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -165,7 +166,7 @@ func (s *snapshotStore) all() ([]*snapFileMeta, error) {
 	}
 	var metas []*snapFileMeta
 	for _, e := range entries {
-		if !e.IsDir() || strings.HasSuffix(e.Name(), snapTmpSuffix) {
+		if !e.IsDir() || strings.HasSuffix(e.Name(), snapTmpSuffix) || strings.HasSuffix(e.Name(), damagedSuffix) {
 			continue
 		}
 		m, err := s.readMeta(e.Name())
