@@ -33,7 +33,6 @@ package replication
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -80,13 +79,6 @@ func (s *leaderSync) run() {
 		if !s.pending {
 			return
 		}
-		// raft readies its replicators with the append that woke us: let
-		// them send first. On one processor (proctune) an fsync holds the
-		// processor until it returns, and a replicator queued behind it
-		// would send the entry only after the leader's own sync.
-		s.mu.Unlock()
-		runtime.Gosched()
-		s.mu.Lock()
 		target, files := s.requested, s.dirty
 		s.pending, s.dirty, s.busy = false, nil, true
 		for _, f := range files {

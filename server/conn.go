@@ -703,7 +703,6 @@ func (c *conn) completeSync(p *pending) []byte {
 
 func (c *conn) recordLatency(p *pending, frame []byte) {
 	d := time.Since(p.received)
-	c.s.stats.requestTime.Add(int64(d))
 	if p.kind != kindReply || p.op != jute.OpAuth {
 		c.s.stats.latency.add(d)
 		if p.op.IsWrite() {

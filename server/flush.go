@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"sync"
-	"sync/atomic"
-	"time"
 )
 
 // flushChunk is how many outboxes a flusher goroutine claims at a time: small
@@ -18,20 +16,12 @@ const flushChunk = 16
 // connection after connection. It writes only when the socket is idle and
 // never waits for it (outbox.flush): a connection it cannot finish is left
 // to its writer.
-//
-// waited sums the time queued outboxes waited for a flusher, as if each
-// had been queued when the queue last became non-empty (a fan-out queues
-// them all within a fraction of a millisecond). It is load, as requests in
-// flight are: the processor tuner adds it to the requests' time.
 type flusher struct {
 	wake chan struct{} // capacity 1: "the queue is not empty"
 
-	mu    sync.Mutex // guards queue, next and since
+	mu    sync.Mutex // guards queue and next
 	queue []*outbox
-	next  int       // queue[next:] is still to flush
-	since time.Time // when the queue last became non-empty
-
-	waited atomic.Int64 // nanoseconds
+	next  int // queue[next:] is still to flush
 }
 
 func newFlusher() *flusher {
@@ -44,9 +34,6 @@ func (f *flusher) add(o *outbox) {
 	f.mu.Lock()
 	f.queue = append(f.queue, o)
 	first := len(f.queue)-f.next == 1
-	if first {
-		f.since = time.Now()
-	}
 	f.mu.Unlock()
 	if first {
 		f.signal()
@@ -65,9 +52,6 @@ func (f *flusher) signal() {
 func (f *flusher) claim(buf []*outbox) []*outbox {
 	f.mu.Lock()
 	end := min(f.next+flushChunk, len(f.queue))
-	if n := end - f.next; n > 0 {
-		f.waited.Add(int64(n) * int64(time.Since(f.since)))
-	}
 	buf = append(buf[:0], f.queue[f.next:end]...)
 	clear(f.queue[f.next:end])
 	f.next = end

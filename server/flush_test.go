@@ -83,31 +83,6 @@ func TestFlusherClaim(t *testing.T) {
 	}
 }
 
-// TestFlusherCountsQueueWaits: the outboxes a claim takes count as having
-// waited since the queue last became non-empty; a queue that emptied
-// starts counting afresh.
-func TestFlusherCountsQueueWaits(t *testing.T) {
-	const pause = 20 * time.Millisecond
-	f := newFlusher()
-	for range 3 {
-		f.add(newOutbox(1))
-	}
-	time.Sleep(pause)
-	if got := len(f.claim(nil)); got != 3 {
-		t.Fatalf("claimed %d outboxes, want 3", got)
-	}
-	waited := time.Duration(f.waited.Load())
-	if waited < 3*pause {
-		t.Fatalf("waited %v after three outboxes queued for %v, want at least %v", waited, pause, 3*pause)
-	}
-	time.Sleep(pause) // the queue is empty: this pause is nobody's wait
-	f.add(newOutbox(1))
-	f.claim(nil)
-	if got := time.Duration(f.waited.Load()) - waited; got >= pause {
-		t.Fatalf("an outbox claimed at once added %v, want less than %v", got, pause)
-	}
-}
-
 // TestPushEvent checks when a notification is queued, held back, refused,
 // and when the outbox must be handed to the flusher.
 func TestPushEvent(t *testing.T) {

@@ -278,14 +278,6 @@ func (s *Server) clientListenConfig() *net.ListenConfig {
 	return &net.ListenConfig{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: -1, Interval: -1, Count: -1}}
 }
 
-// RequestTime returns the time the answered client requests have spent in
-// the server, from their arrival to their reply (the sum of their
-// latencies), and the time watch notifications waited to be written: the
-// load the processor tuner (proctune) goes by.
-func (s *Server) RequestTime() time.Duration {
-	return time.Duration(s.stats.requestTime.Load() + s.flusher.waited.Load())
-}
-
 // acceptLoop accepts connections until the listener closes, backing off on
 // temporary errors as net/http does.
 func (s *Server) acceptLoop() {

@@ -78,7 +78,6 @@ type serverStats struct {
 	packetsReceived atomic.Int64
 	packetsSent     atomic.Int64
 	outstanding     atomic.Int64
-	requestTime     atomic.Int64 // ns: the sum of every answered request's latency (never reset)
 	authFailed      atomic.Int64
 	lastRespSize    atomic.Int64
 	minRespSize     atomic.Int64

@@ -271,24 +271,3 @@ func TestFailedWritesConsumeZxid(t *testing.T) {
 		t.Fatalf("zxids = %d %d %d %d; want failed writes to take one each and reads none", h1.Zxid, h2.Zxid, h3.Zxid, h4.Zxid)
 	}
 }
-
-// RequestTime (the load signal of proctune) adds up the latency of every
-// answered request: it grows with each request, by about the request's
-// wall-clock time (twice that allows for a ping answered meanwhile).
-func TestRequestTimeAddsLatencies(t *testing.T) {
-	srv := startServer(t, testConfig(t, t.TempDir()))
-	c, _ := connect(t, srv.Addr().String(), 4*time.Second)
-	if _, err := c.Create("/rt", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		before, start := srv.RequestTime(), time.Now()
-		if _, _, err := c.Get("/rt"); err != nil {
-			t.Fatal(err)
-		}
-		grew, wall := srv.RequestTime()-before, time.Since(start)
-		if grew <= 0 || grew > 2*wall {
-			t.Fatalf("get %d: RequestTime grew by %v over a %v call, want (0, %v]", i, grew, wall, 2*wall)
-		}
-	}
-}

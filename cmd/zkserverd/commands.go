@@ -10,13 +10,10 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zkserverd/zkserverd/conf"
-	"github.com/zkserverd/zkserverd/memtune"
-	"github.com/zkserverd/zkserverd/proctune"
 	"github.com/zkserverd/zkserverd/server"
 )
 
@@ -168,14 +165,6 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 		srv.Close()
 		return err
 	}
-	// The collector's heap target follows the tree's size once serving
-	// (restoring a snapshot is faster with Go's default); GOGC turns it off.
-	tuner := memtune.Start(memtune.Options{IdleAfter: time.Second, Logger: logger})
-	defer tuner.Stop()
-	// One processor while few requests are in flight, all of them under
-	// load (proctune); GOMAXPROCS turns it off.
-	procs := proctune.Start(proctune.Options{RequestTime: srv.RequestTime, Logger: logger})
-	defer procs.Stop()
 	<-ctx.Done()
 	logger.Info("shutting down")
 	if err := srv.Close(); err != nil {
