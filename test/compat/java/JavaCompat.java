@@ -1068,7 +1068,12 @@ public final class JavaCompat {
             control("stop " + m);
         }
         check(h.awaitEvent("Disconnected None null", FAILOVER_MS) != null, "the member without a quorum disconnects the client");
-        check(waitFor(() -> fourLetter(keptAddr, "isro").equals("ro"), FAILOVER_MS), "the member turns read-only (isro = ro)");
+        if (!check(waitFor(() -> fourLetter(keptAddr, "isro").equals("ro"), FAILOVER_MS), "the member turns read-only (isro = ro)")) {
+            for (int m : others) {
+                control("cont " + m);
+            }
+            return;
+        }
 
         Handle ro = new Handle(connect, 6_000, true);
         check(ro.awaitEvent("ConnectedReadOnly None null", FAILOVER_MS) != null, "a new read-only capable client reaches ConnectedReadOnly");
