@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,21 +68,43 @@ func (s *states) await(events <-chan zk.Event, want zk.State, limit time.Duratio
 	}
 }
 
-// ensembleKill kills (SIGKILL) the member a client is connected to: the
-// client reconnects to another member with the same session, its
+// onMember connects with every member in the connect string (the client
+// shuffles them) until a connection lands on member; the others are
+// closed. It gives up after 40 tries.
+func onMember(connect string, member int) (*zk.Conn, <-chan zk.Event, *states, error) {
+	for range 40 {
+		conn, events, err := zk.Connect(strings.Split(connect, ","), 20*time.Second, zk.WithLogger(quiet{}))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		st := &states{}
+		if st.await(events, zk.StateHasSession, wait) && memberOf(connect, conn.Server()) == member {
+			return conn, events, st, nil
+		}
+		conn.Close()
+	}
+	return nil, nil, nil, fmt.Errorf("no connection landed on member %d", member)
+}
+
+// ensembleKill kills (SIGKILL) the leader while a client is connected to
+// it: the client reconnects to another member with the same session, its
 // ephemeral survives, its data watch fires, and it never sees StateExpired.
 func ensembleKill(c *checks, connect string, other *zk.Conn) error {
 	const base = "/go-ensemble-kill"
 	ct := &controller{replies: bufio.NewReader(os.Stdin)}
-	conn, events, err := zk.Connect(strings.Split(connect, ","), 20*time.Second, zk.WithLogger(quiet{}))
+	leader, err := ct.do("leader")
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	var st states
-	if !c.check(st.await(events, zk.StateHasSession, wait), "client has a session") {
+	target, err := strconv.Atoi(leader)
+	if err != nil {
+		return fmt.Errorf("leader %q: %w", leader, err)
+	}
+	conn, events, st, err := onMember(connect, target)
+	if !c.check(err == nil, "a client with every member in its connect string is on the leader", err) {
 		return nil
 	}
+	defer conn.Close()
 	sid := conn.SessionID()
 	for _, p := range []string{base, base + "/data"} {
 		if _, err := conn.Create(p, nil, 0, open); err != nil {
@@ -94,10 +117,6 @@ func ensembleKill(c *checks, connect string, other *zk.Conn) error {
 	_, _, watch, err := conn.GetW(base + "/data")
 	if err != nil {
 		return err
-	}
-	target := memberOf(connect, conn.Server())
-	if !c.check(target != 0, "client is on a member", conn.Server()) {
-		return nil
 	}
 	if _, err := ct.do(fmt.Sprintf("kill %d", target)); err != nil {
 		return err

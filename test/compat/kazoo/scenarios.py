@@ -837,11 +837,16 @@ def four_letter(host_port, word):
 
 
 def scenario_ensemble_kill(c, hosts, zk):
-    """SIGKILL the member a client is on: it reconnects to another member
-    with the same session; its ephemeral survives, its watch fires."""
+    """SIGKILL the leader, the member a client is on: it reconnects to
+    another member with the same session; its ephemeral survives, its watch
+    fires."""
     base = "/kazoo-ensemble-kill"
     states = []
-    client = KazooClient(hosts=hosts, timeout=ENSEMBLE_SESSION)
+    leader = int(control("leader"))
+    # Every member in the list, the leader first and tried first.
+    members = hosts.split(",")
+    ordered = ",".join(members[leader - 1:] + members[:leader - 1])
+    client = KazooClient(hosts=ordered, timeout=ENSEMBLE_SESSION, randomize_hosts=False)
     client.add_listener(states.append)
     client.start(timeout=WAIT)
     try:
@@ -851,7 +856,7 @@ def scenario_ensemble_kill(c, hosts, zk):
         fired = threading.Event()
         client.get(base + "/data", watch=lambda ev: fired.set())
         target = member_of(client, hosts)
-        c.check(target != 0, "client is on a member")
+        c.check(target == leader, "client is on the leader")
         control(f"kill {target}")
         c.check(wait_until(lambda: "SUSPENDED" in states), "client is SUSPENDED")
         c.check(wait_until(lambda: states[-1] == "CONNECTED", FAILOVER), "client is CONNECTED again")
