@@ -229,12 +229,15 @@ func (e *ensemble) stop() {
 //	restart N   kill member N if it runs, start it again on its data and
 //	            wait until the ensemble serves
 //	wait        wait until every running member serves, with one leader
-//	leader      reply "@ok N" with the leader's id
+//	leader      wait as for wait, then reply "@ok N" with the leader's id
 func (e *ensemble) control(ctx context.Context, command string) string {
 	f := strings.Fields(command)
 	var err error
 	switch {
 	case len(f) == 1 && f[0] == "leader":
+		if err = e.waitServing(ctx, ensembleStartLimit); err != nil {
+			break
+		}
 		if id := e.leader(); id != 0 {
 			return fmt.Sprintf("@ok %d", id)
 		}
