@@ -65,9 +65,10 @@ type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
 
-// session opens a connection and waits until it has a session.
+// session opens a connection to addr (one server or a comma-separated
+// list) and waits until it has a session.
 func session(addr string) (*zk.Conn, error) {
-	conn, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quiet{}))
+	conn, events, err := zk.Connect(strings.Split(addr, ","), 10*time.Second, zk.WithLogger(quiet{}))
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", addr, err)
 	}
@@ -351,6 +352,7 @@ func lock(c *checks, addr string, conn *zk.Conn) error {
 
 var scenarios = map[string]func(*checks, string, *zk.Conn) error{
 	"crud": crud, "multi": multi, "watches": watches, "acl": acl, "lock": lock,
+	"ensemble-kill": ensembleKill,
 }
 
 func main() {

@@ -10,8 +10,10 @@
 // servers' transcripts. Exit status 0 only if every check passed. Every wait
 // is bounded.
 
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -29,6 +31,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -118,6 +122,10 @@ public final class JavaCompat {
         m.put("session-resume", JavaCompat::sessionResume);
         m.put("session-expiry", JavaCompat::sessionExpiry);
         m.put("api", JavaCompat::api);
+        m.put("ensemble-kill-leader", c -> c.ensembleKill(true));
+        m.put("ensemble-kill-follower", c -> c.ensembleKill(false));
+        m.put("ensemble-readonly", JavaCompat::ensembleReadOnly);
+        m.put("ensemble-quorum-loss", JavaCompat::ensembleQuorumLoss);
         return m;
     }
 
@@ -617,21 +625,33 @@ public final class JavaCompat {
     // "State Type path" strings.
     private final class Handle implements Watcher {
         final BlockingQueue<String> events = new LinkedBlockingQueue<>();
+        final List<String> seen = new CopyOnWriteArrayList<>(); // every event, in order
         final ZooKeeper zk;
 
         Handle(String connect, int timeoutMs) throws Exception {
-            zk = new ZooKeeper(connect, timeoutMs, this);
+            this(connect, timeoutMs, false);
             check(awaitEvent("SyncConnected None null") != null, "connected to the server");
+        }
+
+        // A handle that has not waited for its connection yet.
+        Handle(String connect, int timeoutMs, boolean canBeReadOnly) throws IOException {
+            zk = new ZooKeeper(connect, timeoutMs, this, canBeReadOnly);
         }
 
         @Override
         public void process(WatchedEvent e) {
-            events.add(e.getState() + " " + e.getType() + " " + e.getPath());
+            String s = e.getState() + " " + e.getType() + " " + e.getPath();
+            seen.add(s);
+            events.add(s);
         }
 
         // awaitEvent drops other events until want arrives (or the wait ends).
         String awaitEvent(String want) throws InterruptedException {
-            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
+            return awaitEvent(want, WAIT_MS);
+        }
+
+        String awaitEvent(String want, long ms) throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
             while (true) {
                 long left = deadline - System.nanoTime();
                 String e = events.poll(Math.max(left, 0), TimeUnit.NANOSECONDS);
@@ -879,6 +899,280 @@ public final class JavaCompat {
         } catch (Exception e) {
             return e.getClass().getSimpleName();
         }
+    }
+
+    // --- ensemble scenarios ------------------------------------------------
+    //
+    // The runner starts three members; CONNECT lists them in member order
+    // (member N is the N-th address). "@control VERB [N]" lines on stdout ask
+    // the runner to act on a member (kill, stop, cont, restart, leader,
+    // wait); it answers one line on stdin, "@ok [VALUE]" or "@error ...".
+
+    // Failover takes an election (leader killed) or a quorum loss plus one.
+    private static final long FAILOVER_MS = 40_000;
+    private static final int ENSEMBLE_SESSION_MS = 20_000;
+    private static final Pattern REMOTE = Pattern.compile("remoteserver:\\S*:(\\d+)");
+
+    private final BufferedReader controlReplies =
+            new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+
+    // control asks the runner to act on the ensemble and returns the value
+    // of its "@ok" answer.
+    private String control(String command) throws IOException {
+        System.out.println("@control " + command);
+        System.out.flush();
+        String reply = controlReplies.readLine();
+        if (reply == null || !(reply.equals("@ok") || reply.startsWith("@ok "))) {
+            throw new IllegalStateException("control " + command + ": " + reply);
+        }
+        return reply.substring(3).trim();
+    }
+
+    private String memberAddress(int member) {
+        return connect.split(",")[member - 1];
+    }
+
+    private int memberCount() {
+        return connect.split(",").length;
+    }
+
+    // memberOf returns the member a client is connected to (0 if none), read
+    // from the remote address in the client's toString.
+    private int memberOf(ZooKeeper zk) {
+        Matcher m = REMOTE.matcher(zk.toString());
+        if (!m.find()) {
+            return 0;
+        }
+        String[] hosts = connect.split(",");
+        for (int i = 0; i < hosts.length; i++) {
+            if (hosts[i].endsWith(":" + m.group(1))) {
+                return i + 1;
+            }
+        }
+        return 0;
+    }
+
+    // onMember opens sessions with every member in the connect string (the
+    // client shuffles them) until one lands on member; the others are
+    // closed. Null if none did in 40 tries.
+    private Handle onMember(int member, boolean canBeReadOnly) throws Exception {
+        for (int i = 0; i < 40; i++) {
+            Handle h = new Handle(connect, ENSEMBLE_SESSION_MS, canBeReadOnly);
+            if (h.awaitEvent("SyncConnected None null") != null && memberOf(h.zk) == member) {
+                return h;
+            }
+            h.close();
+        }
+        return null;
+    }
+
+    private static String fourLetter(String hostPort, String word) {
+        String[] hp = hostPort.split(":");
+        try (Socket s = new Socket(hp[0], Integer.parseInt(hp[1]))) {
+            s.setSoTimeout(5_000);
+            s.getOutputStream().write(word.getBytes(StandardCharsets.US_ASCII));
+            return new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        } catch (IOException e) {
+            return "error: " + e;
+        }
+    }
+
+    private static void create(ZooKeeper zk, String path, String data, CreateMode mode) throws Exception {
+        zk.create(path, data == null ? null : bytes(data), ZooDefs.Ids.OPEN_ACL_UNSAFE, mode);
+    }
+
+    // Kill (SIGKILL) the member a client is connected to, once the leader,
+    // once a follower: the client reconnects to another member with the
+    // same session, its ephemeral survives, its watches fire, it never sees
+    // Expired. The killed member, restarted, catches up.
+    private void ensembleKill(boolean killLeader) throws Exception {
+        String role = killLeader ? "leader" : "follower";
+        String base = "/java-ensemble-kill-" + role;
+        int leader = Integer.parseInt(control("leader"));
+        int target = killLeader ? leader : leader % memberCount() + 1;
+        Handle h = onMember(target, false);
+        if (!check(h != null, "a client with every member in its connect string is on the " + role)) {
+            return;
+        }
+        long sid = h.zk.getSessionId();
+        create(h.zk, base, null, CreateMode.PERSISTENT);
+        create(h.zk, base + "/data", "0", CreateMode.PERSISTENT);
+        create(h.zk, base + "/eph", null, CreateMode.EPHEMERAL);
+        h.zk.getData(base + "/data", true, null);
+        h.zk.exists(base + "/later", true);
+
+        control("kill " + target);
+        check(h.awaitEvent("Disconnected None null") != null, "client sees Disconnected");
+        check(h.awaitEvent("SyncConnected None null", FAILOVER_MS) != null, "client reconnects");
+        int now = memberOf(h.zk);
+        check(now != 0 && now != target, "to another member");
+        equal(h.zk.getSessionId() == sid, true, "same session id after the failover");
+        Stat eph = h.zk.exists(base + "/eph", false);
+        check(eph != null && eph.getEphemeralOwner() == sid, "the ephemeral survives, owned by the session");
+
+        Handle other = new Handle(connect, ENSEMBLE_SESSION_MS);
+        other.zk.setData(base + "/data", bytes("1"), -1);
+        create(other.zk, base + "/later", null, CreateMode.PERSISTENT);
+        equal(h.awaitEvent("SyncConnected NodeDataChanged " + base + "/data"),
+                "SyncConnected NodeDataChanged " + base + "/data", "the data watch set before fires after");
+        equal(h.awaitEvent("SyncConnected NodeCreated " + base + "/later"),
+                "SyncConnected NodeCreated " + base + "/later", "the exists watch set before fires after");
+        check(!h.seen.contains("Expired None null"), "no Expired event", h.seen.toString());
+
+        control("restart " + target);
+        Handle back = new Handle(memberAddress(target), ENSEMBLE_SESSION_MS);
+        equal(new String(back.zk.getData(base + "/data", false, null), StandardCharsets.UTF_8), "1",
+                "the restarted member has caught up");
+        check(back.zk.exists(base + "/eph", false) != null, "and has the ephemeral");
+        back.close();
+        h.close();
+        check(waitFor(() -> {
+            try {
+                return other.zk.exists(base + "/eph", false) == null;
+            } catch (Exception e) {
+                return false;
+            }
+        }), "close removes the ephemeral");
+        other.close();
+    }
+
+    // Read-only mode as ZooKeeper 3.8 has it. The two members a client is
+    // not on are stopped (SIGSTOP): the member left disconnects the client
+    // and turns read-only (isro). It refuses to resume that read-write
+    // session and refuses clients that may not be read-only; a new client
+    // that may be gets ConnectedReadOnly on it, reads, and is refused writes
+    // with NotReadOnly. Once the two continue, the read-only client is
+    // read-write again (SyncConnected) on a new session, since its
+    // read-only session was local to that member, and the read-write
+    // session resumes.
+    private void ensembleReadOnly() throws Exception {
+        String base = "/java-ensemble-readonly";
+        Handle h = new Handle(connect, ENSEMBLE_SESSION_MS, true);
+        if (!check(h.awaitEvent("SyncConnected None null") != null, "a read-only capable client connects read-write")) {
+            return;
+        }
+        create(h.zk, base, "v0", CreateMode.PERSISTENT);
+        // With local sessions enabled, an ephemeral makes the session global.
+        create(h.zk, base + "/eph", null, CreateMode.EPHEMERAL);
+        long sid = h.zk.getSessionId();
+        int kept = memberOf(h.zk);
+        String keptAddr = memberAddress(kept);
+        List<Integer> others = new ArrayList<>();
+        for (int m = 1; m <= memberCount(); m++) {
+            if (m != kept) {
+                others.add(m);
+            }
+        }
+        equal(fourLetter(keptAddr, "isro"), "rw", "isro before");
+        for (int m : others) {
+            control("stop " + m);
+        }
+        check(h.awaitEvent("Disconnected None null", FAILOVER_MS) != null, "the member without a quorum disconnects the client");
+        if (!check(waitFor(() -> fourLetter(keptAddr, "isro").equals("ro"), FAILOVER_MS), "the member turns read-only (isro = ro)")) {
+            for (int m : others) {
+                control("cont " + m);
+            }
+            return;
+        }
+
+        Handle ro = new Handle(connect, 6_000, true);
+        check(ro.awaitEvent("ConnectedReadOnly None null", FAILOVER_MS) != null, "a new read-only capable client reaches ConnectedReadOnly");
+        long roSid = ro.zk.getSessionId();
+        equal(memberOf(ro.zk) == kept, true, "on the member that still runs");
+        equal(ro.zk.getState(), ZooKeeper.States.CONNECTEDREADONLY, "client state");
+        equal(new String(ro.zk.getData(base, false, null), StandardCharsets.UTF_8), "v0", "getData works");
+        equal(ro.zk.getChildren(base, false), List.of("eph"), "getChildren works");
+        try {
+            create(ro.zk, base + "/x", null, CreateMode.PERSISTENT);
+            check(false, "create fails with NotReadOnly", "it succeeded");
+        } catch (KeeperException e) {
+            equal(e.code(), KeeperException.Code.NOTREADONLY, "create fails with");
+        }
+        try {
+            ro.zk.setData(base, bytes("v1"), -1);
+            check(false, "setData fails with NotReadOnly", "it succeeded");
+        } catch (KeeperException e) {
+            equal(e.code(), KeeperException.Code.NOTREADONLY, "setData fails with");
+        }
+        Handle rw = new Handle(keptAddr, ENSEMBLE_SESSION_MS, false);
+        check(rw.awaitEvent("SyncConnected None null", 5_000) == null, "a client that may not be read-only gets no session");
+        rw.close();
+        check(!h.seen.contains("ConnectedReadOnly None null"), "the read-write session is not resumed read-only", h.seen.toString());
+
+        for (int m : others) {
+            control("cont " + m);
+        }
+        check(ro.awaitEvent("SyncConnected None null", FAILOVER_MS) != null, "the read-only client is read-write again (SyncConnected)");
+        equal(ro.zk.getState(), ZooKeeper.States.CONNECTED, "client state");
+        check(ro.zk.getSessionId() != roSid, "on a new session");
+        create(ro.zk, base + "/after", null, CreateMode.PERSISTENT);
+        check(ro.zk.exists(base + "/after", false) != null, "create works");
+        check(h.awaitEvent("SyncConnected None null", FAILOVER_MS) != null, "the read-write session reconnects");
+        equal(h.zk.getSessionId() == sid, true, "same session");
+        Stat eph = ro.zk.exists(base + "/eph", false);
+        check(eph != null && eph.getEphemeralOwner() == sid, "its ephemeral survives");
+        check(!h.seen.contains("Expired None null"), "no Expired event", h.seen.toString());
+        ro.close();
+        h.close();
+    }
+
+    // Curator recipes on the one member left when the other two are
+    // stopped (SIGSTOP): SUSPENDED within a bound; after SIGCONT,
+    // RECONNECTED on the same session, never LOST; the mutex is still held
+    // and the latch leads again.
+    private void ensembleQuorumLoss() throws Exception {
+        String base = "/curator-ensemble-quorum-loss";
+        CuratorFramework cf = CuratorFrameworkFactory.builder()
+                .connectString(connect)
+                .sessionTimeoutMs(ENSEMBLE_SESSION_MS)
+                .connectionTimeoutMs(10_000)
+                .retryPolicy(new ExponentialBackoffRetry(100, 10))
+                .build();
+        clients.add(cf);
+        List<ConnectionState> states = new CopyOnWriteArrayList<>();
+        cf.getConnectionStateListenable().addListener((client, st) -> states.add(st));
+        cf.start();
+        if (!check(cf.blockUntilConnected((int) WAIT_MS, TimeUnit.MILLISECONDS), "curator connects")) {
+            return;
+        }
+        long sid = cf.getZookeeperClient().getZooKeeper().getSessionId();
+        InterProcessMutex mutex = new InterProcessMutex(cf, base + "/mutex");
+        check(mutex.acquire(WAIT_MS, TimeUnit.MILLISECONDS), "mutex acquired");
+        LeaderLatch latch = new LeaderLatch(cf, base + "/latch");
+        latch.start();
+        check(latch.await(WAIT_MS, TimeUnit.MILLISECONDS), "latch leads");
+        List<String> lockNodes = cf.getChildren().forPath(base + "/mutex");
+        equal(lockNodes.size(), 1, "lock nodes");
+
+        int kept = memberOf(cf.getZookeeperClient().getZooKeeper());
+        check(kept != 0, "connected to a member");
+        List<Integer> others = new ArrayList<>();
+        for (int m = 1; m <= memberCount(); m++) {
+            if (m != kept) {
+                others.add(m);
+            }
+        }
+        for (int m : others) {
+            control("stop " + m);
+        }
+        long stopped = System.nanoTime();
+        check(waitFor(() -> states.contains(ConnectionState.SUSPENDED), FAILOVER_MS / 2), "SUSPENDED within 20 s");
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stopped);
+        check(waitFor(() -> !latch.hasLeadership(), WAIT_MS), "the latch gives up leadership while suspended");
+        for (int m : others) {
+            control("cont " + m);
+        }
+        check(waitFor(() -> states.contains(ConnectionState.RECONNECTED), FAILOVER_MS), "RECONNECTED after SIGCONT");
+        equal(states.contains(ConnectionState.LOST), false, "LOST seen");
+        equal(cf.getZookeeperClient().getZooKeeper().getSessionId() == sid, true, "same session");
+        check(mutex.isAcquiredInThisProcess(), "the mutex is still held");
+        check(cf.getChildren().forPath(base + "/mutex").equals(lockNodes), "the lock node is still there");
+        Stat owner = cf.checkExists().forPath(base + "/mutex/" + lockNodes.get(0));
+        check(owner != null && owner.getEphemeralOwner() == sid, "owned by the session");
+        check(latch.await(WAIT_MS, TimeUnit.MILLISECONDS), "the latch leads again");
+        mutex.release();
+        latch.close();
+        System.err.println("suspended after " + ms + " ms");
     }
 
     // Proxy is a loopback TCP proxy that can cut its connections and refuse

@@ -20,8 +20,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import (AuthFailedError, BadArgumentsError, BadVersionError,
                               NoAuthError, NodeExistsError, NoNodeError,
                               NotEmptyError, NoChildrenForEphemeralsError,
-                              LockTimeout,
+                              LockTimeout, NotReadOnlyCallError,
                               RolledBackError, KazooException)
+from kazoo.protocol.states import KeeperState
 from kazoo.recipe.cache import TreeCache, TreeEvent
 from kazoo.security import (ACL, Id, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE,
                             make_digest_acl, Permissions)
@@ -780,7 +781,161 @@ def scenario_fourletter(c, hosts, zk):
     c.equal(zk.command(b"gtmk"), "306", "gtmk")
 
 
-SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items()
+# --- ensemble scenarios ----------------------------------------------------
+#
+# The runner starts three members; HOSTS lists them in member order (member N
+# is the N-th address). "@control VERB [N]" lines on stdout ask the runner to
+# act on a member (kill, stop, cont, restart, leader, wait); it answers one
+# line on stdin, "@ok [VALUE]" or "@error ...".
+
+FAILOVER = 40.0  # an election, or a quorum loss and its return
+ENSEMBLE_SESSION = 20.0
+
+
+def control(command):
+    """Ask the runner to act on the ensemble; return the value of its @ok."""
+    print(f"@control {command}", flush=True)
+    reply = sys.stdin.readline().strip()
+    if reply != "@ok" and not reply.startswith("@ok "):
+        raise RuntimeError(f"control {command}: {reply!r}")
+    return reply[3:].strip()
+
+
+def member_of(client, hosts):
+    """The member (1-based position in hosts) client is connected to, or 0.
+
+    kazoo has no public accessor for the connected server; the socket of
+    its connection has it.
+    """
+    sock = getattr(client._connection, "_socket", None)
+    if sock is None:
+        return 0
+    try:
+        port = sock.getpeername()[1]
+    except OSError:
+        return 0
+    for i, hp in enumerate(hosts.split(",")):
+        if hp.endswith(f":{port}"):
+            return i + 1
+    return 0
+
+
+def four_letter(host_port, word):
+    host, port = host_port.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(word.encode())
+            chunks = []
+            while True:
+                data = s.recv(4096)
+                if not data:
+                    break
+                chunks.append(data)
+            return b"".join(chunks).decode().strip()
+    except OSError as err:
+        return f"error: {err}"
+
+
+def scenario_ensemble_kill(c, hosts, zk):
+    """SIGKILL the leader, the member a client is on: it reconnects to
+    another member with the same session; its ephemeral survives, its watch
+    fires."""
+    base = "/kazoo-ensemble-kill"
+    states = []
+    leader = int(control("leader"))
+    # Every member in the list, the leader first and tried first.
+    members = hosts.split(",")
+    ordered = ",".join(members[leader - 1:] + members[:leader - 1])
+    client = KazooClient(hosts=ordered, timeout=ENSEMBLE_SESSION, randomize_hosts=False)
+    client.add_listener(states.append)
+    client.start(timeout=WAIT)
+    try:
+        sid = client.client_id[0]
+        client.create(base + "/data", b"0", makepath=True)
+        client.create(base + "/eph", ephemeral=True)
+        fired = threading.Event()
+        client.get(base + "/data", watch=lambda ev: fired.set())
+        target = member_of(client, hosts)
+        c.check(target == leader, "client is on the leader")
+        control(f"kill {target}")
+        c.check(wait_until(lambda: "SUSPENDED" in states), "client is SUSPENDED")
+        c.check(wait_until(lambda: states[-1] == "CONNECTED", FAILOVER), "client is CONNECTED again")
+        now = member_of(client, hosts)
+        c.check(now not in (0, target), "to another member", f"member {now}")
+        c.equal(client.client_id[0] == sid, True, "same session id after the failover")
+        st = client.exists(base + "/eph")
+        c.check(st is not None and st.ephemeralOwner == sid, "the ephemeral survives, owned by the session")
+        other = KazooClient(hosts=hosts, timeout=ENSEMBLE_SESSION)
+        other.start(timeout=WAIT)
+        try:
+            other.set(base + "/data", b"1")
+            c.check(fired.wait(WAIT), "the data watch set before fires after")
+        finally:
+            other.stop()
+            other.close()
+        c.check("LOST" not in states, "never LOST", states)
+    finally:
+        client.stop()
+        client.close()
+
+
+def scenario_ensemble_readonly(c, hosts, zk):
+    """Read-only mode: the member left when the two others are stopped
+    serves a read_only client reads and refuses its writes."""
+    base = "/kazoo-ensemble-readonly"
+    zk.stop()  # the runner's client: its member may be one that stops
+    states = []
+    rw = KazooClient(hosts=hosts, timeout=ENSEMBLE_SESSION)
+    rw.add_listener(states.append)
+    rw.start(timeout=WAIT)
+    ro = None
+    try:
+        rw.create(base, b"v0")
+        # With local sessions enabled, an ephemeral makes the session global.
+        rw.create(base + "/eph", ephemeral=True)
+        sid = rw.client_id[0]
+        kept = member_of(rw, hosts)
+        kept_addr = hosts.split(",")[kept - 1]
+        others = [m for m in range(1, len(hosts.split(",")) + 1) if m != kept]
+        for m in others:
+            control(f"stop {m}")
+        c.check(wait_until(lambda: "SUSPENDED" in states, FAILOVER), "the member without a quorum disconnects the client")
+        if not c.check(wait_until(lambda: four_letter(kept_addr, "isro") == "ro", FAILOVER),
+                       "the member turns read-only (isro = ro)"):
+            for m in others:
+                control(f"cont {m}")
+            return
+
+        ro = KazooClient(hosts=hosts, timeout=6.0, read_only=True)
+        ro.start(timeout=FAILOVER)
+        c.equal(ro.client_state, KeeperState.CONNECTED_RO, "read_only client state")
+        c.equal(ro.state, "CONNECTED", "read_only client KazooState")
+        c.equal(member_of(ro, hosts) == kept, True, "on the member that still runs")
+        c.equal(ro.get(base)[0], b"v0", "get works")
+        c.equal(ro.get_children(base), ["eph"], "get_children works")
+        c.raises(NotReadOnlyCallError, lambda: ro.create(base + "/x"), "create")
+        c.raises(NotReadOnlyCallError, lambda: ro.set(base, b"v1"), "set")
+        c.check(rw.client_state != KeeperState.CONNECTED_RO, "the read-write session is not resumed read-only")
+
+        for m in others:
+            control(f"cont {m}")
+        c.check(wait_until(lambda: states[-1] == "CONNECTED", FAILOVER), "the read-write client is CONNECTED again")
+        c.equal(rw.client_id[0] == sid, True, "same session")
+        st = rw.exists(base + "/eph")
+        c.check(st is not None and st.ephemeralOwner == sid, "its ephemeral survives")
+        c.check("LOST" not in states, "never LOST", states)
+        c.check(wait_until(lambda: ro.client_state == KeeperState.CONNECTED, FAILOVER),
+                "the read_only client is read-write again", ro.client_state)
+        ro.create(base + "/after")
+        c.check(rw.exists(base + "/after") is not None, "and may write")
+    finally:
+        for client in (rw, ro):
+            if client is not None:
+                client.stop()
+                client.close()
+
+
+SCENARIOS = {name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items()
              if name.startswith("scenario_")}
 
 

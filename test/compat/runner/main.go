@@ -102,6 +102,8 @@ type runner struct {
 	out       io.Writer
 	root      string
 	work      string
+	kinds     []string // server kinds of the mode, reference first
+	zkserverd string   // the built server binary
 	allowlist []allowance
 	used      map[string]bool // allowlist reasons that covered a difference
 }
@@ -138,20 +140,48 @@ func (r *runner) main(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	r.zkserverd = art.zkserverd
 	all, err := scenarios(r.root, art)
 	if err != nil {
 		return 0, err
 	}
-	servers, err := r.startServers(ctx, art)
-	defer func() {
-		for _, s := range servers {
-			s.stop()
+	r.kinds = modeKinds(r.opts.mode)
+	var servers map[string]*server
+	if r.needStandalone(all) {
+		servers, err = r.startServers(ctx)
+		defer func() {
+			for _, s := range servers {
+				s.proc.stop()
+			}
+		}()
+		if err != nil {
+			return 0, err
 		}
-	}()
-	if err != nil {
-		return 0, err
 	}
 	return r.runAll(ctx, all, servers), nil
+}
+
+// modeKinds returns the server kinds a mode runs against, reference first.
+func modeKinds(mode string) []string {
+	switch mode {
+	case modeZooKeeper:
+		return []string{kindZooKeeper}
+	case modeDiff:
+		return []string{kindZooKeeper, kindZkserverd}
+	default:
+		return []string{kindZkserverd}
+	}
+}
+
+// needStandalone reports whether a selected scenario runs against the
+// standalone servers (ensemble scenarios start their own).
+func (r *runner) needStandalone(all []scenario) bool {
+	for _, sc := range all {
+		if r.opts.run.MatchString(sc.name) && !sc.ensemble {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *runner) loadAllowlist() error {
@@ -176,32 +206,23 @@ func (r *runner) loadAllowlist() error {
 	return nil
 }
 
-// startServers starts the servers the mode needs, reference first.
-func (r *runner) startServers(ctx context.Context, art artifacts) ([]*server, error) {
-	var kinds []string
-	switch r.opts.mode {
-	case modeCompat:
-		kinds = []string{kindZkserverd}
-	case modeZooKeeper:
-		kinds = []string{kindZooKeeper}
-	case modeDiff:
-		kinds = []string{kindZooKeeper, kindZkserverd}
-	}
-	var started []*server
-	for _, k := range kinds {
-		s, err := startServer(ctx, k, r.work, art.zkserverd)
+// startServers starts a standalone server of each kind of the mode.
+func (r *runner) startServers(ctx context.Context) (map[string]*server, error) {
+	started := map[string]*server{}
+	for _, k := range r.kinds {
+		s, err := startServer(ctx, k, r.work, r.zkserverd)
 		if err != nil {
 			return started, err
 		}
 		r.logf("%s serving on %s", k, s.addr)
-		started = append(started, s)
+		started[k] = s
 	}
 	return started, nil
 }
 
 // runAll runs the selected scenarios, prints a line (and details) for each
 // and the final count, and returns the number of failures.
-func (r *runner) runAll(ctx context.Context, all []scenario, servers []*server) int {
+func (r *runner) runAll(ctx context.Context, all []scenario, servers map[string]*server) int {
 	passed, failed := 0, 0
 	start := time.Now()
 	for _, sc := range all {
@@ -238,20 +259,24 @@ func (r *runner) runAll(ctx context.Context, all []scenario, servers []*server) 
 	return failed
 }
 
-// runOne runs sc against every server and judges the result.
-func (r *runner) runOne(ctx context.Context, sc scenario, servers []*server) (bool, []string) {
-	results := make([]outcome, len(servers))
-	for i, s := range servers {
-		results[i] = sc.run(ctx, r.root, s.addr)
-		r.save(sc, s.kind, results[i])
+// runOne runs sc against every server kind and judges the result.
+func (r *runner) runOne(ctx context.Context, sc scenario, servers map[string]*server) (bool, []string) {
+	results := make([]outcome, len(r.kinds))
+	for i, kind := range r.kinds {
+		if sc.ensemble {
+			results[i] = r.runEnsemble(ctx, sc, kind)
+		} else {
+			results[i] = sc.run(ctx, r.root, servers[kind].addr, nil)
+		}
+		r.save(sc, kind, results[i])
 	}
 	var details []string
 	ok := true
-	for i, s := range servers {
+	for i, kind := range r.kinds {
 		o := results[i]
 		label := ""
-		if len(servers) > 1 {
-			label = s.kind + ": "
+		if len(r.kinds) > 1 {
+			label = kind + ": "
 		}
 		if r.opts.verbose {
 			details = append(details, indent("    "+label+"| ", splitLines(o.transcript))...)
@@ -261,7 +286,7 @@ func (r *runner) runOne(ctx context.Context, sc scenario, servers []*server) (bo
 		}
 		ok = false
 		details = append(details, fmt.Sprintf("    %s%v (%v)", label, o.err, o.elapsed.Round(time.Millisecond)))
-		if s.kind == kindZooKeeper && r.opts.mode == modeDiff {
+		if kind == kindZooKeeper && r.opts.mode == modeDiff {
 			details = append(details, "    (fails against Apache ZooKeeper too: the scenario itself is wrong)")
 		}
 		fails := o.failures()
@@ -270,12 +295,32 @@ func (r *runner) runOne(ctx context.Context, sc scenario, servers []*server) (bo
 			details = append(details, indent("    "+label+"stderr: ", splitLines(tail(o.stderr, 15)))...)
 		}
 	}
-	if len(servers) == 2 {
+	switch {
+	case len(r.kinds) == 2 && sc.ensemble:
+		// Which member is killed or leads differs from run to run.
+		details = append(details, "    (ensemble scenario: transcripts not compared)")
+	case len(r.kinds) == 2:
 		same, d := r.compare(sc, results[0], results[1])
 		ok = ok && same
 		details = append(details, d...)
 	}
 	return ok, details
+}
+
+// runEnsemble starts a fresh ensemble of kind for sc, runs sc against it
+// with its control commands and stops the ensemble.
+func (r *runner) runEnsemble(ctx context.Context, sc scenario, kind string) outcome {
+	dir := filepath.Join(r.work, "ensembles", kind, strings.ReplaceAll(sc.name, "/", "_"))
+	start := time.Now()
+	e, err := startEnsemble(ctx, kind, dir, r.zkserverd, sc.readOnly)
+	if err != nil {
+		return outcome{err: err, elapsed: time.Since(start)}
+	}
+	defer e.stop()
+	if r.opts.verbose {
+		r.logf("%s: %s ensemble serving on %s after %v", sc.name, kind, e.connectString(), time.Since(start).Round(time.Millisecond))
+	}
+	return sc.run(ctx, r.root, e.connectString(), e.control)
 }
 
 // compare diffs the normalized transcripts of ZooKeeper (a) and zkserverd (b).

@@ -20,6 +20,11 @@ type scenario struct {
 	name    string // client/feature
 	timeout time.Duration
 	argv    func(addr string) []string
+	// ensemble scenarios run against a fresh ensemble of ensembleSize
+	// members (addr is then their connect string) and may act on the
+	// members through control lines (see control.go, ensemble.go).
+	ensemble bool
+	readOnly bool // the ensemble's members run with read-only mode enabled
 }
 
 // Scenario names of the programs that take a scenario argument. They must
@@ -28,13 +33,34 @@ type scenario struct {
 var (
 	kazooScenarios = []string{"crud", "transaction", "acl", "precedence", "session",
 		"fourletter", "lock", "rwlock", "election", "barrier", "doublebarrier", "queue",
-		"lockingqueue", "counter", "party", "childrenwatch", "datawatch", "treecache"}
-	javaScenarios    = []string{"api", "session-resume", "session-expiry"}
+		"lockingqueue", "counter", "party", "childrenwatch", "datawatch", "treecache",
+		"ensemble-kill", "ensemble-readonly"}
+	javaScenarios = []string{"api", "session-resume", "session-expiry",
+		"ensemble-kill-leader", "ensemble-kill-follower", "ensemble-readonly"}
 	curatorScenarios = []string{"mutex", "rwlock", "leaderlatch", "leaderselector", "queue",
 		"doublebarrier", "sharedcount", "curatorcache", "persistentnode",
-		"persistentttlnode", "containers"}
-	goScenarios = []string{"crud", "multi", "watches", "acl", "lock"}
+		"persistentttlnode", "containers", "ensemble-quorum-loss"}
+	goScenarios = []string{"crud", "multi", "watches", "acl", "lock", "ensemble-kill"}
 )
+
+// A scenario named client/ensemble-... runs against a fresh ensemble; one
+// whose name also ends in -readonly gets members with read-only mode on.
+const (
+	ensemblePrefix  = "ensemble-"
+	readOnlySuffix  = "-readonly"
+	ensembleTimeout = 150 * time.Second
+)
+
+// markEnsemble sets sc's ensemble fields from its name.
+func markEnsemble(sc scenario) scenario {
+	_, feature, _ := strings.Cut(sc.name, "/")
+	if strings.HasPrefix(feature, ensemblePrefix) {
+		sc.ensemble = true
+		sc.readOnly = strings.HasSuffix(feature, readOnlySuffix)
+		sc.timeout = ensembleTimeout
+	}
+	return sc
+}
 
 // scenarios lists every scenario in run order: zkCli, the Java client API,
 // Curator, C client, kazoo, go-zookeeper.
@@ -108,6 +134,9 @@ func scenarios(root string, a artifacts) ([]scenario, error) {
 			},
 		})
 	}
+	for i := range out {
+		out[i] = markEnsemble(out[i])
+	}
 	return out, nil
 }
 
@@ -136,8 +165,9 @@ type outcome struct {
 var errTimeout = errors.New("timed out")
 
 // run executes the scenario against addr in its own process group, killed
-// as a whole at the time limit or when ctx ends.
-func (s scenario) run(ctx context.Context, dir, addr string) outcome {
+// as a whole at the time limit or when ctx ends. With a controller, the
+// scenario's control lines are carried out and answered on its stdin.
+func (s scenario) run(ctx context.Context, dir, addr string, ctl controller) outcome {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	argv := s.argv(addr)
@@ -149,9 +179,21 @@ func (s scenario) run(ctx context.Context, dir, addr string) outcome {
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cw := &controlWriter{ctx: ctx, do: ctl}
+	if ctl != nil {
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return outcome{err: fmt.Errorf("stdin: %w", err)}
+		}
+		cw.reply = in
+		cmd.Stdout = cw
+	}
 	start := time.Now()
 	err := cmd.Run()
 	o := outcome{transcript: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+	if ctl != nil {
+		o.transcript = cw.out.String()
+	}
 	if err != nil && ctx.Err() == context.DeadlineExceeded {
 		err = fmt.Errorf("%w after %v", errTimeout, s.timeout)
 	}

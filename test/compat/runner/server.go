@@ -33,9 +33,7 @@ const containerCheckMs = 1000
 type server struct {
 	kind string
 	addr string
-	log  string // path of its combined stdout/stderr
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *process
 }
 
 // zooCfg is the configuration both servers get: standalone, tickTime 2000,
@@ -69,75 +67,136 @@ func startServer(ctx context.Context, kind, dir, zkserverdBin string) (*server, 
 	if err := os.WriteFile(cfg, []byte(zooCfg(filepath.Join(home, "data"), port)), 0o644); err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
-	var argv []string
-	switch kind {
-	case kindZkserverd:
-		argv = []string{zkserverdBin, "--config", cfg}
-	case kindZooKeeper:
-		// ZooKeeper reads the reaper interval only as a JVM property: in
-		// zoo.cfg it would become zookeeper.znode.container.checkIntervalMs.
-		argv = []string{"java", "-Xmx512m",
-			fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", containerCheckMs),
-			"-cp", zookeeperJar + ":" + slf4jSimple,
-			"org.apache.zookeeper.server.ZooKeeperServerMain", cfg}
-	default:
-		return nil, fmt.Errorf("start: unknown server kind %q", kind)
-	}
-	s := &server{kind: kind, addr: fmt.Sprintf("127.0.0.1:%d", port), log: filepath.Join(home, "server.log"), done: make(chan struct{})}
-	logf, err := os.Create(s.log)
+	argv, err := serverArgv(kind, zkserverdBin, cfg, false)
 	if err != nil {
+		return nil, err
+	}
+	s := &server{kind: kind, addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	if s.proc, err = spawn(argv, home, filepath.Join(home, "server.log")); err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
-	s.cmd = exec.Command(argv[0], argv[1:]...)
-	s.cmd.Dir = home
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", kind, err)
-	}
-	go func() {
-		s.cmd.Wait()
-		logf.Close()
-		close(s.done)
-	}()
-	if err := s.waitReady(ctx, 60*time.Second); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("start %s: %w (log: %s)", kind, err, s.log)
+	if err := s.proc.waitFor(ctx, 60*time.Second, "answer ruok", func() bool {
+		out, err := fourLetter(s.addr, "ruok")
+		return err == nil && out == "imok"
+	}); err != nil {
+		s.proc.stop()
+		return nil, fmt.Errorf("start %s: %w (log: %s)", kind, err, s.proc.log)
 	}
 	return s, nil
 }
 
-// waitReady polls ruok until the server answers imok.
-func (s *server) waitReady(ctx context.Context, limit time.Duration) error {
+// serverArgv is the command line of a server of the given kind reading
+// cfg: for ZooKeeper, ZooKeeperServerMain standalone or QuorumPeerMain for
+// an ensemble member (member), with the extra -D system properties
+// jvmProps (zkserverd reads the same settings from zoo.cfg).
+func serverArgv(kind, zkserverdBin, cfg string, member bool, jvmProps ...string) ([]string, error) {
+	switch kind {
+	case kindZkserverd:
+		return []string{zkserverdBin, "--config", cfg}, nil
+	case kindZooKeeper:
+		// ZooKeeper reads the reaper interval only as a JVM property: in
+		// zoo.cfg it would become zookeeper.znode.container.checkIntervalMs.
+		argv := []string{"java", "-Xmx512m",
+			fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", containerCheckMs)}
+		argv = append(argv, jvmProps...)
+		main := "org.apache.zookeeper.server.ZooKeeperServerMain"
+		if member {
+			main = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+		}
+		return append(argv, "-cp", zookeeperJar+":"+slf4jSimple, main, cfg), nil
+	default:
+		return nil, fmt.Errorf("start: unknown server kind %q", kind)
+	}
+}
+
+// process is one server process, in a process group of its own so that
+// signals reach every thread and child.
+type process struct {
+	log  string // path of its combined stdout/stderr
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+}
+
+// spawn starts argv in dir with its output appended to log.
+func spawn(argv []string, dir, log string) (*process, error) {
+	logf, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	p := &process{log: log, done: make(chan struct{})}
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Dir = dir
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	go func() {
+		p.cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports whether the process has ended.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// signal sends sig to the process group.
+func (p *process) signal(sig syscall.Signal) error {
+	if p.exited() {
+		return errors.New("not running")
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+// kill sends SIGKILL to the process group and waits until the process is
+// gone.
+func (p *process) kill() {
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// waitFor polls cond every 100 ms until it holds; it fails when the
+// process exits, ctx ends or limit passes. what names the condition.
+func (p *process) waitFor(ctx context.Context, limit time.Duration, what string, cond func() bool) error {
 	deadline := time.Now().Add(limit)
 	for {
-		if out, err := fourLetter(s.addr, "ruok"); err == nil && out == "imok" {
+		if cond() {
 			return nil
 		}
 		select {
-		case <-s.done:
-			return errors.New("exited before answering ruok")
+		case <-p.done:
+			return fmt.Errorf("exited before it would %s", what)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no imok within %v", limit)
+			return fmt.Errorf("did not %s within %v", what, limit)
 		}
 	}
 }
 
-// stop terminates the server's process group: SIGTERM, then SIGKILL after
-// five seconds.
-func (s *server) stop() {
-	pgid := s.cmd.Process.Pid
+// stop terminates the process group: SIGTERM (and SIGCONT, in case it
+// was stopped), then SIGKILL after five seconds.
+func (p *process) stop() {
+	pgid := p.cmd.Process.Pid
 	syscall.Kill(-pgid, syscall.SIGTERM)
+	syscall.Kill(-pgid, syscall.SIGCONT)
 	select {
-	case <-s.done:
+	case <-p.done:
 	case <-time.After(5 * time.Second):
 		syscall.Kill(-pgid, syscall.SIGKILL)
-		<-s.done
+		<-p.done
 	}
 }
 
