@@ -1,22 +1,43 @@
 package test
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"testing"
+	"time"
+)
+
+// linkState is what a linkProxy does with traffic.
+type linkState int
+
+const (
+	// linkOpen forwards bytes both ways.
+	linkOpen linkState = iota
+	// linkCut closes the link's connections and refuses new ones, as a
+	// network that resets connections.
+	linkCut
+	// linkFrozen keeps connections open and accepts new ones but moves no
+	// byte until the link opens again, as a peer process that is stopped
+	// (SIGSTOP): the other side notices only by its timeouts.
+	linkFrozen
 )
 
 // linkProxy forwards TCP connections from a loopback port to a target and
-// can cut them: while cut, existing connections are closed and new ones
-// are refused. It stands for one direction of one member-to-member link.
+// can cut or freeze them. It stands for one direction of one
+// member-to-member link. mu guards state and conns; flowing is signalled
+// when state changes.
 type linkProxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	flowing *sync.Cond
+	state   linkState
+	conns   map[net.Conn]struct{}
 }
 
 func newLinkProxy(t *testing.T, target string) *linkProxy {
@@ -26,8 +47,9 @@ func newLinkProxy(t *testing.T, target string) *linkProxy {
 		t.Fatal(err)
 	}
 	p := &linkProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.flowing = sync.NewCond(&p.mu)
 	go p.accept()
-	t.Cleanup(func() { ln.Close(); p.setCut(true) })
+	t.Cleanup(func() { ln.Close(); p.setState(linkCut) })
 	return p
 }
 
@@ -39,13 +61,10 @@ func (p *linkProxy) accept() {
 		if err != nil {
 			return
 		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
+		if p.current() == linkCut {
 			in.Close()
 			continue
 		}
-		p.mu.Unlock()
 		out, err := net.Dial("tcp", p.target)
 		if err != nil {
 			in.Close()
@@ -54,20 +73,130 @@ func (p *linkProxy) accept() {
 		p.mu.Lock()
 		p.conns[in], p.conns[out] = struct{}{}, struct{}{}
 		p.mu.Unlock()
-		go func() { io.Copy(out, in); out.Close(); in.Close() }()
-		go func() { io.Copy(in, out); out.Close(); in.Close() }()
+		go p.pipe(out, in)
+		go p.pipe(in, out)
 	}
 }
 
-// setCut cuts (true) or heals (false) the link.
-func (p *linkProxy) setCut(cut bool) {
+func (p *linkProxy) current() linkState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cut = cut
-	if cut {
+	return p.state
+}
+
+// pipe copies src to dst, holding each chunk while the link is frozen.
+func (p *linkProxy) pipe(dst, src net.Conn) {
+	defer func() {
+		dst.Close()
+		src.Close()
+		p.mu.Lock()
+		delete(p.conns, dst)
+		delete(p.conns, src)
+		p.mu.Unlock()
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.waitOpen() {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// waitOpen blocks while the link is frozen; false when it was cut.
+func (p *linkProxy) waitOpen() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.state == linkFrozen {
+		p.flowing.Wait()
+	}
+	return p.state == linkOpen
+}
+
+// setState opens, cuts or freezes the link; cutting closes its
+// connections.
+func (p *linkProxy) setState(s linkState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state = s
+	if s == linkCut {
 		for c := range p.conns {
 			c.Close()
 		}
 		p.conns = map[net.Conn]struct{}{}
+	}
+	p.flowing.Broadcast()
+}
+
+// setCut cuts (true) or heals (false) the link.
+func (p *linkProxy) setCut(cut bool) {
+	if cut {
+		p.setState(linkCut)
+	} else {
+		p.setState(linkOpen)
+	}
+}
+
+// TestLinkProxyStates: an open link echoes, a frozen one holds the bytes
+// (the connection stays open) and delivers them when opened again, and a
+// cut one closes its connections and every new one.
+func TestLinkProxyStates(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	p := newLinkProxy(t, ln.Addr().String())
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", fmt.Sprint(p.port())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// echo writes send and reads back want within wait.
+	echo := func(send, want string, wait time.Duration) error {
+		if _, err := c.Write([]byte(send)); err != nil {
+			return err
+		}
+		c.SetReadDeadline(time.Now().Add(wait))
+		buf := make([]byte, len(want))
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return err
+		}
+		if string(buf) != want {
+			return fmt.Errorf("echo %q, want %q", buf, want)
+		}
+		return nil
+	}
+	if err := echo("a", "a", 2*time.Second); err != nil {
+		t.Fatalf("open link: %v", err)
+	}
+	p.setState(linkFrozen)
+	if err := echo("b", "b", 300*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("frozen link: read gave %v, want a timeout", err)
+	}
+	p.setState(linkOpen)
+	if err := echo("", "b", 2*time.Second); err != nil {
+		t.Fatalf("opened again: the held byte did not arrive: %v", err)
+	}
+	p.setState(linkCut)
+	if err := echo("c", "c", 2*time.Second); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("cut link: read gave %v, want the connection closed", err)
 	}
 }
