@@ -119,6 +119,7 @@ type chaosRun struct {
 type faultWindow struct {
 	name       string
 	start, end int64
+	settle     time.Duration // from the fault's settle
 }
 
 func (r *chaosRun) now() int64 { return int64(time.Since(r.start)) }
@@ -238,29 +239,37 @@ func (r *chaosRun) startWorkloads(seed uint64) func() {
 }
 
 // A fault is applied to the run and returns the function that heals it.
+// settle is how long the ensemble may take to serve writes again once the
+// fault begins: a new election, and clients moving to other members.
 type fault struct {
-	name  string
-	apply func(r *chaosRun) (heal func())
+	name   string
+	settle time.Duration
+	apply  func(r *chaosRun) (heal func())
 }
+
+// moveTime bounds an election (raft timeouts of 250 ms) plus clients
+// moving, including go-zookeeper's one-second pause after it has tried
+// every server in vain.
+const moveTime = 2 * time.Second
 
 // The faults. Each affects at most a minority: (members-1)/2 members.
 var (
-	faultIsolateLeader = fault{"leader isolated", func(r *chaosRun) func() {
+	faultIsolateLeader = fault{"leader isolated", moveTime, func(r *chaosRun) func() {
 		return r.cutOff([]int{r.e.leader()}, linkCut)
 	}}
-	faultIsolateMember = fault{"follower isolated", func(r *chaosRun) func() {
+	faultIsolateMember = fault{"follower isolated", moveTime, func(r *chaosRun) func() {
 		return r.cutOff(r.pick(1, false), linkCut)
 	}}
-	faultSplit = fault{"majority/minority split", func(r *chaosRun) func() {
+	faultSplit = fault{"majority/minority split", moveTime, func(r *chaosRun) func() {
 		return r.cutOff(r.pick(len(r.e.cfgs)/2, r.rng.IntN(2) == 0), linkCut)
 	}}
-	faultPause = fault{"members paused", func(r *chaosRun) func() {
+	faultPause = fault{"members paused", moveTime, func(r *chaosRun) func() {
 		return r.cutOff(r.pick(len(r.e.cfgs)/2, r.rng.IntN(2) == 0), linkFrozen)
 	}}
-	faultKill = fault{"members killed", func(r *chaosRun) func() {
+	faultKill = fault{"members killed", moveTime, func(r *chaosRun) func() {
 		return r.kill(r.pick(len(r.e.cfgs)/2, r.rng.IntN(2) == 0))
 	}}
-	faultFlap = fault{"flapping link", func(r *chaosRun) func() {
+	faultFlap = fault{"flapping link", moveTime, func(r *chaosRun) func() {
 		return r.flap(r.e.leader(), r.pick(1, false)[0])
 	}}
 )
@@ -274,17 +283,13 @@ func quickSchedule(members int) []fault {
 	return []fault{faultSplit, faultKill, faultPause}
 }
 
-// Quick fault timing: each fault lasts faultFor, then heals for healFor.
-// A fault must leave time for an election and for clients to move (after
-// trying every server in vain, go-zookeeper waits a second).
-const (
-	faultFor = 3 * time.Second
-	healFor  = time.Second
-)
+// Quick fault timing: each fault lasts a second past its settle time
+// (writes must be acknowledged in that second), then heals for healFor.
+const healFor = time.Second
 
 func (r *chaosRun) runSchedule(faults []fault) {
 	for _, f := range faults {
-		r.inject(f, faultFor)
+		r.inject(f, f.settle+time.Second)
 		time.Sleep(healFor)
 	}
 }
@@ -294,14 +299,15 @@ func (r *chaosRun) runRandom(d time.Duration) {
 	all := []fault{faultIsolateLeader, faultIsolateMember, faultSplit, faultPause, faultKill, faultFlap}
 	end := time.Now().Add(d)
 	for i := 0; i < 10_000 && time.Now().Before(end); i++ {
-		r.inject(all[r.rng.IntN(len(all))], time.Duration(1000+r.rng.IntN(3000))*time.Millisecond)
+		f := all[r.rng.IntN(len(all))]
+		r.inject(f, time.Duration(1000+r.rng.IntN(int(f.settle/time.Millisecond)+3000))*time.Millisecond)
 		time.Sleep(time.Duration(500+r.rng.IntN(2500)) * time.Millisecond)
 	}
 }
 
 // inject applies f for d and heals it, recording its window.
 func (r *chaosRun) inject(f fault, d time.Duration) {
-	w := faultWindow{name: f.name, start: r.now()}
+	w := faultWindow{name: f.name, start: r.now(), settle: f.settle}
 	heal := f.apply(r)
 	time.Sleep(d)
 	w.end = r.now()
@@ -310,6 +316,22 @@ func (r *chaosRun) inject(f fault, d time.Duration) {
 	r.windows = append(r.windows, w)
 	r.mu.Unlock()
 	r.t.Logf("chaos: %s from %v to %v", f.name, time.Duration(w.start).Round(time.Millisecond), time.Duration(w.end).Round(time.Millisecond))
+	r.awaitRecovery(f.name)
+}
+
+// awaitRecovery waits (up to 20s) until every running member serves
+// again, so that the next fault starts from a whole ensemble.
+func (r *chaosRun) awaitRecovery(after string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i, s := range r.e.servers {
+		if s == nil {
+			continue
+		}
+		if err := s.WaitServing(ctx); err != nil {
+			r.problem("recovery", fmt.Sprintf("member %d not serving 20s after %q healed: %v", i+1, after, err))
+		}
+	}
 }
 
 // pick returns n distinct running members, the current leader first if
@@ -523,7 +545,7 @@ func (r *chaosRun) expiryTimes() map[int][]int64 {
 }
 
 // checkProgress: every workload made progress, and writes were
-// acknowledged during every fault.
+// acknowledged during every fault once it had had time to settle.
 func (r *chaosRun) checkProgress() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -533,15 +555,20 @@ func (r *chaosRun) checkProgress() {
 		}
 	}
 	for _, w := range r.windows {
+		from := w.start + int64(w.settle)
+		if from >= w.end {
+			continue // too short to expect writes
+		}
 		n := 0
 		for _, at := range r.ackTimes {
-			if at >= w.start && at <= w.end {
+			if at >= from && at <= w.end {
 				n++
 			}
 		}
 		if n == 0 {
 			r.problems["writes during faults"] = append(r.problems["writes during faults"],
-				fmt.Sprintf("no write acknowledged during %q (%v to %v)", w.name, time.Duration(w.start), time.Duration(w.end)))
+				fmt.Sprintf("no write acknowledged during %q from %v (its start + %v to settle) to %v",
+					w.name, time.Duration(from).Round(time.Millisecond), w.settle, time.Duration(w.end).Round(time.Millisecond)))
 		}
 	}
 }

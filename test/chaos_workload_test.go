@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -251,8 +252,9 @@ func (r *chaosRun) lockWorkload(ctx context.Context, c *chaosClient, rng *rand.R
 }
 
 // awaitLowest polls until a node of prefix is the lowest under lockPath;
-// false if ctx ends or a listing fails (the caller retries the create,
-// which is harmless: its other nodes are its own).
+// false if ctx ends, a listing fails or the client has no node there (the
+// caller creates one again, which is harmless: its other nodes are its
+// own).
 func (r *chaosRun) awaitLowest(ctx context.Context, c *chaosClient, prefix string, rng *rand.Rand) bool {
 	for ctx.Err() == nil {
 		if _, err := c.conn.Sync(lockPath); err != nil {
@@ -262,11 +264,12 @@ func (r *chaosRun) awaitLowest(ctx context.Context, c *chaosClient, prefix strin
 		if err != nil {
 			return false
 		}
-		if len(kids) > 0 {
-			sort.Slice(kids, func(i, j int) bool { return seqOf(kids[i]) < seqOf(kids[j]) })
-			if strings.HasPrefix(kids[0], prefix) {
-				return true
-			}
+		if !slices.ContainsFunc(kids, func(k string) bool { return strings.HasPrefix(k, prefix) }) {
+			return false // the create was lost: create again
+		}
+		sort.Slice(kids, func(i, j int) bool { return seqOf(kids[i]) < seqOf(kids[j]) })
+		if strings.HasPrefix(kids[0], prefix) {
+			return true
 		}
 		pace(ctx, rng)
 	}
