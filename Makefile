@@ -6,6 +6,9 @@
 #                          and zkserverd, normalized transcripts compared
 #   make compat-zookeeper  the scenarios against Apache ZooKeeper only (checks the scenarios)
 #   make compat-unit       unit tests of the suite's runner (normalizer, diff, allowlist)
+#   make chaos             the partition/kill/pause test (test/chaos_test.go) with random
+#                          fault schedules: CHAOS_SEEDS seeds (a count or a list, default 10)
+#                          for CHAOS_DURATION each (default 60s), 3 and 5 members
 #
 # The compat targets install missing Debian packages with apt-get (as root).
 # Pass runner flags with ARGS, e.g. make compat ARGS="-run kazoo/ -v -keep".
@@ -15,7 +18,10 @@ ARGS ?=
 # The runner is built first (not go run) so its last line stays the summary.
 COMPAT_RUNNER ?= $(or $(TMPDIR),/tmp)/zkserverd-compat-runner
 
-.PHONY: compat compat-diff compat-zookeeper compat-unit compat-runner
+CHAOS_SEEDS ?= 10
+CHAOS_DURATION ?= 60s
+
+.PHONY: compat compat-diff compat-zookeeper compat-unit compat-runner chaos
 
 compat-runner:
 	@$(GO) build -o $(COMPAT_RUNNER) ./test/compat/runner
@@ -31,3 +37,7 @@ compat-zookeeper: compat-runner
 
 compat-unit:
 	$(GO) test -race ./test/compat/...
+
+chaos:
+	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) \
+		$(GO) test ./test -run '^TestChaos$$' -count=1 -timeout 0 $(ARGS)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,10 +59,20 @@ func proxiedEnsemble(t *testing.T, size int, tweaks ...func(*conf.Config)) (*ens
 
 // isolate cuts (or heals) every link between member m and the others.
 func isolate(links [][]*linkProxy, m int, cut bool) {
+	state := linkOpen
+	if cut {
+		state = linkCut
+	}
+	setLinks(links, func(from, to int) bool { return from == m || to == m }, state)
+}
+
+// setLinks puts every link from member from to member to for which sel
+// holds into state.
+func setLinks(links [][]*linkProxy, sel func(from, to int) bool, state linkState) {
 	for i := range links {
 		for j, p := range links[i] {
-			if p != nil && (i == m || j/2 == m) {
-				p.setCut(cut)
+			if p != nil && sel(i, j/2) {
+				p.setState(state)
 			}
 		}
 	}
@@ -118,5 +129,53 @@ func TestEnsemblePartitionedLeader(t *testing.T) {
 	})
 	if ok, _, _ := c.Exists("/minority"); ok {
 		t.Fatal("a write made in the minority survived the partition")
+	}
+}
+
+// TestEnsembleDeposedLeaderRestarts: a leader cut off with writes of its
+// own in flight appends entries no one else has; after the heal the new
+// leader makes it drop them (the tail of its log is truncated). Restarted
+// on its data directory, it must open that log, serve, and hold the
+// majority's writes but none of its own. (raft-wal before v0.4.1 left the
+// truncated segment without its index block, and raft panicked when the
+// member restarted: hashicorp/raft-wal#31.)
+func TestEnsembleDeposedLeaderRestarts(t *testing.T) {
+	e, links := proxiedEnsemble(t, 3)
+	old := e.leader()
+	minority, _ := connect(t, e.addr(old), 4*time.Second)
+	if _, err := minority.Create("/x", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	isolate(links, old, true)
+	// Writes sent to the cut-off leader: appended to its log, never committed.
+	for i := range 5 {
+		minority.Set("/x", []byte("minority"+strconv.Itoa(i)), -1)
+	}
+	majority, _ := connect(t, e.addr((old+1)%3), 4*time.Second)
+	eventually(t, 15*time.Second, "writes in the majority", func() bool {
+		_, err := majority.Set("/x", []byte("majority"), -1)
+		return err == nil
+	})
+	isolate(links, old, false)
+	eventually(t, 15*time.Second, "the old leader catching up", func() bool {
+		out, _ := fourLetter(e.addr(old), "srvr")
+		return strings.Contains(out, "Mode: follower")
+	})
+	e.stop(old)
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("member %d did not restart after its log tail was truncated: %v", old+1, p)
+			}
+		}()
+		e.start(old)
+	}()
+	e.waitServing(old)
+	c, _ := connect(t, e.addr(old), 4*time.Second)
+	if _, err := c.Sync("/x"); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := c.Get("/x"); err != nil || string(data) != "majority" {
+		t.Fatalf("/x on the restarted member = %q, %v; want the majority's write", data, err)
 	}
 }

@@ -15,9 +15,11 @@ import (
 	"github.com/zkserverd/zkserverd/server"
 )
 
-// clusterFlags configure the local try-out cluster.
+// clusterFlags configure the local try-out cluster. size is --members;
+// sizeAlias is its older spelling --size (see resolveMembers).
 type clusterFlags struct {
 	size       int
+	sizeAlias  int
 	dir        string
 	clientPort int
 	quorumPort int
@@ -29,21 +31,29 @@ type clusterFlags struct {
 // newClusterCommand runs a whole ensemble on loopback in one process, for
 // trying zkserverd out; production members run one per machine with zoo.cfg.
 func newClusterCommand(stderr io.Writer) *cobra.Command {
-	var f clusterFlags
+	return clusterCommand(&clusterFlags{}, stderr)
+}
+
+// clusterCommand is the cluster command with its flags parsed into f.
+func clusterCommand(f *clusterFlags, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Run a local N-member ensemble on 127.0.0.1 (for trying things out)",
-		Long: "cluster starts an ensemble of --size members in this process, on 127.0.0.1:\n" +
+		Long: "cluster starts an ensemble of --members members in this process, on 127.0.0.1:\n" +
 			"member i listens for clients on --client-port+i-1, for raft on --quorum-port+i-1 and\n" +
 			"for write forwarding on --election-port+i-1 and for the AdminServer on\n" +
-			"--admin-port+i-1, with its data in --dir/i.",
+			"--admin-port+i-1, with its data in --dir/i. --size is an alias of --members.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runCluster(cmd, f, stderr)
+			if err := resolveMembers(cmd, f); err != nil {
+				return err
+			}
+			return runCluster(cmd, *f, stderr)
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&f.size, "size", 3, "number of members (3 or 5 make sense)")
+	fl.IntVar(&f.size, "members", 3, "number of members (3 or 5 make sense)")
+	fl.IntVar(&f.sizeAlias, "size", 3, "alias of --members")
 	fl.StringVar(&f.dir, "dir", "cluster-data", "parent directory of the members' data directories")
 	fl.IntVar(&f.clientPort, "client-port", 2181, "client port of member 1")
 	fl.IntVar(&f.quorumPort, "quorum-port", 2888, "quorum (raft) port of member 1")
@@ -51,6 +61,20 @@ func newClusterCommand(stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.adminPort, "admin-port", 8080, "AdminServer port of member 1 (0: pick free ports)")
 	fl.IntVar(&f.tickTime, "tick-time", 2000, "tickTime in ms")
 	return cmd
+}
+
+// resolveMembers takes the member count from --size when only the alias
+// was given, and refuses the two given with different values.
+func resolveMembers(cmd *cobra.Command, f *clusterFlags) error {
+	fl := cmd.Flags()
+	switch {
+	case !fl.Changed("size"):
+	case !fl.Changed("members"):
+		f.size = f.sizeAlias
+	case f.size != f.sizeAlias:
+		return fmt.Errorf("--members %d and --size %d disagree (--size is an alias of --members)", f.size, f.sizeAlias)
+	}
+	return nil
 }
 
 // clusterConfigs builds each member's configuration.
@@ -83,7 +107,7 @@ func clusterConfigs(f clusterFlags) []conf.Config {
 
 func runCluster(cmd *cobra.Command, f clusterFlags, stderr io.Writer) error {
 	if f.size < 1 {
-		return fmt.Errorf("--size must be at least 1")
+		return fmt.Errorf("--members must be at least 1")
 	}
 	logger, err := newLogger(stderr, "info", "text")
 	if err != nil {
