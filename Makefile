@@ -7,15 +7,21 @@
 #   make compat-zookeeper  the scenarios against Apache ZooKeeper only (checks the scenarios)
 #   make compat-unit       unit tests of the suite's runner (normalizer, diff, allowlist)
 #
+#   make fuzz              every native fuzz target in the repository, one after
+#                          another, FUZZTIME each (default 10m); stops at the
+#                          first failure (the failing input is kept under
+#                          testdata/fuzz/ of that package)
+#
 # The compat targets install missing Debian packages with apt-get (as root).
 # Pass runner flags with ARGS, e.g. make compat ARGS="-run kazoo/ -v -keep".
 
 GO ?= go
 ARGS ?=
+FUZZTIME ?= 10m
 # The runner is built first (not go run) so its last line stays the summary.
 COMPAT_RUNNER ?= $(or $(TMPDIR),/tmp)/zkserverd-compat-runner
 
-.PHONY: compat compat-diff compat-zookeeper compat-unit compat-runner
+.PHONY: compat compat-diff compat-zookeeper compat-unit compat-runner fuzz
 
 compat-runner:
 	@$(GO) build -o $(COMPAT_RUNNER) ./test/compat/runner
@@ -31,3 +37,15 @@ compat-zookeeper: compat-runner
 
 compat-unit:
 	$(GO) test -race ./test/compat/...
+
+# Each fuzz target runs alone (-fuzz accepts one target per package run);
+# the list is found afresh, so new targets are picked up. -parallel 1
+# keeps one fuzzing worker: the server fuzzer shares one server per worker.
+fuzz:
+	@set -e; grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r file; do \
+		dir=$$(dirname "$$file"); dir=$${dir#./}; \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$file"); do \
+			echo "== $$dir $$name ($(FUZZTIME))"; \
+			$(GO) test "./$$dir" -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -parallel 1; \
+		done; \
+	done

@@ -178,3 +178,26 @@ func BenchmarkDeepTasks(b *testing.B) {
 		}
 	})
 }
+
+// TestWorkersRecoverAPanickingTask: a task's panic goes to onPanic and the
+// goroutine that ran it goes on taking tasks.
+func TestWorkersRecoverAPanickingTask(t *testing.T) {
+	recovered := make(chan any, 1)
+	w := newWorkers(func(v any) { recovered <- v })
+	defer w.stop()
+	var first, second int
+	w.run(func() { first = goroutineID(t); panic("task failed") })
+	select {
+	case v := <-recovered:
+		if v != "task failed" {
+			t.Fatalf("onPanic got %v", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("onPanic not called within 5 s")
+	}
+	waitIdle(t, w, 1)
+	runAndWait(t, w, func() { second = goroutineID(t) })
+	if first != second {
+		t.Fatalf("after the panic a task ran on goroutine %d, want the kept goroutine %d", second, first)
+	}
+}
