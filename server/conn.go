@@ -45,6 +45,7 @@ type pending struct {
 	ids        []jute.ID // the connection's identities when the request arrived
 	closeAfter bool
 	received   time.Time
+	nullPath   bool // a sync whose path was a null string
 }
 
 // pipelineDepth bounds the requests one connection may have in flight
@@ -483,6 +484,13 @@ func (c *conn) handle(payload []byte) bool {
 			frame: errorFrame(h.Xid, c.s.node.LastZxid(), code, body)})
 		return true
 	}
+	nullIdx, hasNull := d.FirstNullString()
+	if r, ok := nullStringReply(h.Type, req, nullIdx); hasNull && ok {
+		c.log.Info("null string in request", "op", h.Type, "err", r.code)
+		c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now,
+			frame: errorFrame(h.Xid, c.s.node.LastZxid(), r.code, r.body)})
+		return true
+	}
 	switch {
 	case h.Type == jute.OpReconfig && c.s.cfg.ReconfigEnabled:
 		c.order.addBarrier()
@@ -491,7 +499,7 @@ func (c *conn) handle(payload []byte) bool {
 		return c.submitWrite(h, req, sid, now)
 	case h.Type == jute.OpSync:
 		c.order.addBarrier()
-		c.enqueue(&pending{kind: kindSync, xid: h.Xid, op: h.Type, req: req, received: now})
+		c.enqueue(&pending{kind: kindSync, xid: h.Xid, op: h.Type, req: req, received: now, nullPath: hasNull})
 	default:
 		// The identities are those the connection had when the request
 		// arrived, as ZooKeeper captures them: an auth packet pipelined
@@ -657,8 +665,11 @@ func (c *conn) completeSync(p *pending) []byte {
 		c.abort(fmt.Sprintf("sync failed: %v", err))
 		return nil
 	}
-	r := p.req.(*jute.PathRequest)
-	return replyFrame(p.xid, c.s.node.LastZxid(), jute.OK, &jute.SyncResponse{Path: r.Path})
+	var body jute.Record = &jute.SyncResponse{Path: p.req.(*jute.PathRequest).Path}
+	if p.nullPath {
+		body = nullString{} // ZooKeeper echoes a null path as null
+	}
+	return replyFrame(p.xid, c.s.node.LastZxid(), jute.OK, body)
 }
 
 func (c *conn) recordLatency(p *pending, frame []byte) {
