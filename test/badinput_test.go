@@ -42,6 +42,7 @@ func createBody(path []byte, acl []byte, flags int32) []byte {
 
 // badReply is what a bad request must get back.
 type badReply struct {
+	xid    int32 // the reply's xid: always the request's (checked by the test loop)
 	err    jute.Code
 	body   []byte // the exact reply body after the header (nil: none)
 	closed bool   // the server then closes the connection
@@ -137,6 +138,9 @@ func badInputs() []badInput {
 		// Reserved xids on ordinary requests: echoed.
 		{name: "getData with xid -1", payload: request(-1, jute.OpGetData, jstr("/missing"), []byte{0}), want: badReply{err: jute.NoNode}},
 		{name: "getData with xid -4", payload: request(-4, jute.OpGetData, jstr("/missing"), []byte{0}), want: badReply{err: jute.NoNode}},
+		{name: "getData with xid -2", payload: request(-2, jute.OpGetData, jstr("/missing"), []byte{0}), want: badReply{err: jute.NoNode}},
+		{name: "exists with xid 0", payload: request(0, jute.OpExists, jstr("/missing"), []byte{0}), want: badReply{err: jute.NoNode}},
+		{name: "auth with xid 5", payload: request(5, jute.OpAuth, be32(0), jstr("digest"), jstr("a:b")), want: badReply{err: jute.OK}},
 		{name: "getData with xid -8", payload: request(-8, jute.OpGetData, jstr("/missing"), []byte{0}), want: badReply{err: jute.NoNode}},
 		// Opcodes a client may not send.
 		{name: "opcode 0", payload: request(1, 0), want: badReply{err: jute.Unimplemented, closed: true}},
@@ -194,6 +198,9 @@ func TestBadRequestsGetZooKeeperAnswers(t *testing.T) {
 				want = *c.zk
 			}
 			got := sendBad(t, addr, c.payload, want.closed || want.silent)
+			if reqXid := int32(binary.BigEndian.Uint32(c.payload)); !got.silent && got.xid != reqXid {
+				t.Errorf("reply xid %d, want the request's %d", got.xid, reqXid)
+			}
 			if got.err != want.err || !bytes.Equal(got.body, want.body) || got.closed != want.closed || got.silent != want.silent {
 				msg := "got err %v body %s closed %v silent %v; want err %v body %s closed %v silent %v"
 				args := []any{got.err, hex.EncodeToString(got.body), got.closed, got.silent,
@@ -234,7 +241,7 @@ func sendBad(t *testing.T, addr string, payload []byte, closing bool) badReply {
 	var h jute.ReplyHeader
 	d := jute.NewDecoder(b)
 	h.Decode(d)
-	got := badReply{err: h.Err}
+	got := badReply{xid: h.Xid, err: h.Err}
 	if rest := d.Rest(); len(rest) > 0 {
 		got.body = append([]byte(nil), rest...)
 	}
