@@ -480,6 +480,7 @@ func (c *conn) handle(payload []byte) bool {
 		return reply(jute.MarshallingError, c.s.node.LastZxid(), false)
 	}
 	if code, body := checkMultiKinds(h.Type, req); code != jute.OK {
+		c.log.Info("multi with ops of the wrong kind", "op", h.Type, "err", code)
 		c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now,
 			frame: errorFrame(h.Xid, c.s.node.LastZxid(), code, body)})
 		return true
