@@ -51,9 +51,10 @@ func (c *conn) handleAuth(xid int32, d *jute.Decoder, now time.Time) bool {
 		return false
 	}
 	ids, err := c.s.auth.Authenticate(ap.Scheme, acl.ConnInfo{RemoteAddr: c.nc.RemoteAddr()}, ap.Auth)
-	if ap.Auth == nil {
-		// A null credential buffer fails in every ZooKeeper provider.
-		ids, err = nil, fmt.Errorf("null credentials: %w", jute.AuthFailed)
+	if ap.Auth == nil && ap.Scheme == acl.SchemeDigest {
+		// ZooKeeper's digest provider fails on a null credential buffer
+		// (ip ignores the buffer).
+		ids, err = nil, fmt.Errorf("null digest credentials: %w", jute.AuthFailed)
 	}
 	if err != nil {
 		c.s.stats.authFailed.Add(1)

@@ -127,6 +127,7 @@ func badInputs() []badInput {
 		{name: "multiRead: getData with null path", payload: request(1, jute.OpMultiRead, multiOp(jute.OpGetData, nullField, []byte{0}), multiEnd), want: meEnd},
 		{name: "auth: null scheme", payload: request(-4, jute.OpAuth, be32(0), nullField, jstr("a:b")), want: badReply{err: jute.AuthFailed, closed: true}},
 		{name: "auth: digest with null credentials", payload: request(-4, jute.OpAuth, be32(0), jstr("digest"), nullField), want: badReply{err: jute.AuthFailed, closed: true}},
+		{name: "auth: ip with null credentials", payload: request(-4, jute.OpAuth, be32(0), jstr("ip"), nullField), want: badReply{err: jute.OK}},
 		// Create flags and TTLs.
 		{name: "create: flags 7", payload: request(1, jute.OpCreate, createBody(jstr("/bad/x"), openACL, 7)), want: ba},
 		{name: "create: flags -1", payload: request(1, jute.OpCreate, createBody(jstr("/bad/x"), openACL, -1)), want: ba},
