@@ -486,10 +486,7 @@ func (c *conn) handle(payload []byte) bool {
 		return true
 	}
 	nullIdx, hasNull := d.FirstNullString()
-	if r, ok := nullStringReply(h.Type, req, nullIdx); hasNull && ok {
-		c.log.Info("null string in request", "op", h.Type, "err", r.code)
-		c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now,
-			frame: errorFrame(h.Xid, c.s.node.LastZxid(), r.code, r.body)})
+	if hasNull && c.rejectNull(h, req, nullIdx, now) {
 		return true
 	}
 	switch {

@@ -1,6 +1,10 @@
 package server
 
-import "github.com/zkserverd/zkserverd/jute"
+import (
+	"time"
+
+	"github.com/zkserverd/zkserverd/jute"
+)
 
 // ZooKeeper reads a null ustring (length -1) as a Java null, and its
 // answer then depends on where the null went: most code paths throw a
@@ -45,6 +49,19 @@ func nullStringReply(op jute.OpCode, req jute.Record, idx int) (reply nullReply,
 	// removeWatches treat it like any prefix or path; reconfig's strings
 	// may be null.
 	return nullReply{}, false
+}
+
+// rejectNull queues ZooKeeper's answer to a request whose idx-th ustring
+// was null, and reports whether it did (false: the request goes on).
+func (c *conn) rejectNull(h jute.RequestHeader, req jute.Record, idx int, now time.Time) bool {
+	r, ok := nullStringReply(h.Type, req, idx)
+	if !ok {
+		return false
+	}
+	c.log.Info("null string in request", "op", h.Type, "err", r.code)
+	c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now,
+		frame: errorFrame(h.Xid, c.s.node.LastZxid(), r.code, r.body)})
+	return true
 }
 
 // aclsOf returns the ACL list of a create or setACL request.
