@@ -10,18 +10,24 @@
 #                          fault schedules: CHAOS_SEEDS seeds (a count or a list, default 10)
 #                          for CHAOS_DURATION each (default 60s), 3 and 5 members
 #
+#   make fuzz              every native fuzz target in the repository, one after
+#                          another, FUZZTIME each (default 10m); stops at the
+#                          first failure (the failing input is kept under
+#                          testdata/fuzz/ of that package)
+#
 # The compat targets install missing Debian packages with apt-get (as root).
 # Pass runner flags with ARGS, e.g. make compat ARGS="-run kazoo/ -v -keep".
 
 GO ?= go
 ARGS ?=
+FUZZTIME ?= 10m
 # The runner is built first (not go run) so its last line stays the summary.
 COMPAT_RUNNER ?= $(or $(TMPDIR),/tmp)/zkserverd-compat-runner
 
 CHAOS_SEEDS ?= 10
 CHAOS_DURATION ?= 60s
 
-.PHONY: compat compat-diff compat-zookeeper compat-unit compat-runner chaos
+.PHONY: compat compat-diff compat-zookeeper compat-unit compat-runner chaos fuzz
 
 compat-runner:
 	@$(GO) build -o $(COMPAT_RUNNER) ./test/compat/runner
@@ -41,3 +47,15 @@ compat-unit:
 chaos:
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) \
 		$(GO) test ./test -run '^TestChaos$$' -count=1 -timeout 0 $(ARGS)
+
+# Each fuzz target runs alone (-fuzz accepts one target per package run);
+# the list is found afresh, so new targets are picked up. -parallel 1
+# keeps one fuzzing worker: the server fuzzer shares one server per worker.
+fuzz:
+	@set -e; grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r file; do \
+		dir=$$(dirname "$$file"); dir=$${dir#./}; \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$file"); do \
+			echo "== $$dir $$name ($(FUZZTIME))"; \
+			$(GO) test "./$$dir" -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -parallel 1; \
+		done; \
+	done

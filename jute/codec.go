@@ -81,10 +81,15 @@ func (e *Encoder) Strings(v []string) {
 func (e *Encoder) Record(r Record) { r.Encode(e) }
 
 // Decoder reads Jute primitives from a byte slice with a sticky error.
+// It also notes where the first null ustring was (a null string reads as
+// "", but ZooKeeper's answer to a null path differs from its answer to an
+// empty one).
 type Decoder struct {
-	buf []byte
-	off int
-	err error
+	buf       []byte
+	off       int
+	err       error
+	strings   int // ustrings read
+	firstNull int // 1 + the index among ustrings of the first null one; 0: none
 }
 
 // NewDecoder returns a Decoder over b. The decoder never retains more than b.
@@ -182,14 +187,24 @@ func (d *Decoder) Buffer() []byte {
 	return out
 }
 
-// String reads a length-prefixed string; the null string reads as "".
+// String reads a length-prefixed string; the null string reads as ""
+// (FirstNullString tells them apart).
 func (d *Decoder) String() string {
 	n := d.length()
+	d.strings++
+	if n == -1 && d.firstNull == 0 && d.err == nil {
+		d.firstNull = d.strings
+	}
 	if n <= 0 || d.err != nil {
 		return ""
 	}
 	return string(d.take(n))
 }
+
+// FirstNullString reports the index, counted over the ustrings read so far
+// in decoding order from 0, of the first null ustring, and whether there
+// was one.
+func (d *Decoder) FirstNullString() (int, bool) { return d.firstNull - 1, d.firstNull > 0 }
 
 // vectorLen reads a vector count; each element needs at least minSize bytes,
 // so a count larger than the remaining bytes allow is rejected before any

@@ -49,13 +49,16 @@ func ReadFrame(r io.Reader, max int, buf []byte) ([]byte, error) {
 }
 
 // AppendFrame appends one frame holding the concatenated records to dst and
-// returns the extended slice.
+// returns the extended slice. A nil record adds nothing (an error reply
+// whose body was left out is just its header).
 func AppendFrame(dst []byte, recs ...Record) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	e := Encoder{buf: dst}
 	for _, r := range recs {
-		r.Encode(&e)
+		if r != nil {
+			r.Encode(&e)
+		}
 	}
 	dst = e.buf
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))

@@ -346,3 +346,33 @@ func TestAppendFrame(t *testing.T) {
 		t.Errorf("empty frame %x", got)
 	}
 }
+
+// TestFirstNullString checks that the decoder remembers which ustring was
+// the first null one, counting ustrings in decoding order.
+func TestFirstNullString(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		rec  jute.Record
+		idx  int
+		null bool
+	}{
+		{"no null", "00000001 2f 00", &jute.PathWatchRequest{}, 0, false},
+		{"empty is not null", "00000000 00", &jute.PathWatchRequest{}, 0, false},
+		{"null path", "ffffffff 00", &jute.PathWatchRequest{}, 0, true},
+		{"null ACL id", "00000001 2f 00000001 0000001f 00000005 776f726c64 ffffffff 00000000",
+			&jute.SetACLRequest{}, 2, true},
+		{"first of two nulls (data buffers do not count)", "00000001 2f ffffffff 00000001 0000001f ffffffff ffffffff 00000000",
+			&jute.CreateRequest{}, 1, true},
+	}
+	for _, tt := range tests {
+		d := jute.NewDecoder(mustHex(t, tt.in))
+		tt.rec.Decode(d)
+		if err := d.Finish(true); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if idx, null := d.FirstNullString(); null != tt.null || (null && idx != tt.idx) {
+			t.Errorf("%s: FirstNullString = %d, %v; want %d, %v", tt.name, idx, null, tt.idx, tt.null)
+		}
+	}
+}

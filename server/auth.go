@@ -40,16 +40,22 @@ func initialIDs(remote net.Addr) []jute.ID { return acl.ConnIDs(remote) }
 // handleAuth processes an auth packet on the reader goroutine, so that the
 // identities it adds apply to every later request of the connection. The
 // reply goes through the pipeline to keep reply order. A failure sends
-// AuthFailed and closes the connection; the session stays alive.
+// AuthFailed and closes the connection, and an undecodable packet closes
+// it without a reply; the session stays alive either way.
 func (c *conn) handleAuth(xid int32, d *jute.Decoder, now time.Time) bool {
 	var ap jute.AuthPacket
 	ap.Decode(d)
 	if d.Err() != nil {
-		c.enqueue(&pending{kind: kindReply, xid: xid, op: jute.OpAuth, received: now,
-			frame: replyFrame(xid, 0, jute.MarshallingError, nil)})
-		return true
+		// ZooKeeper closes the connection without a reply.
+		c.log.Warn("undecodable auth packet; closing", "err", d.Err())
+		return false
 	}
 	ids, err := c.s.auth.Authenticate(ap.Scheme, acl.ConnInfo{RemoteAddr: c.nc.RemoteAddr()}, ap.Auth)
+	if ap.Auth == nil && ap.Scheme == acl.SchemeDigest {
+		// ZooKeeper's digest provider fails on a null credential buffer
+		// (ip ignores the buffer).
+		ids, err = nil, fmt.Errorf("null digest credentials: %w", jute.AuthFailed)
+	}
 	if err != nil {
 		c.s.stats.authFailed.Add(1)
 		c.log.Warn("authentication failed; closing", "scheme", ap.Scheme, "err", err)

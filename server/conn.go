@@ -45,6 +45,7 @@ type pending struct {
 	ids        []jute.ID // the connection's identities when the request arrived
 	closeAfter bool
 	received   time.Time
+	nullPath   bool // a sync whose path was a null string
 }
 
 // pipelineDepth bounds the requests one connection may have in flight
@@ -170,13 +171,14 @@ func (c *conn) serve() {
 	writerDone := make(chan struct{})
 	c.s.workers.run(func() {
 		defer close(writerDone)
+		defer c.recoverPanic("writer")
 		err := c.out.writeLoop(c.nc, c.writeTimeout(), c.countSent)
 		if err != nil && !c.aborted.Load() {
 			c.log.Debug("write failed", "err", err)
 		}
 		c.nc.Close()
 	})
-	if !c.handshake() {
+	if !c.guard("handshake", c.handshake) {
 		c.out.close()
 		<-writerDone
 		return
@@ -420,6 +422,7 @@ func (c *conn) sendConnectResponse(req *jute.ConnectRequest, timeout int32, sid 
 // readLoop reads request frames until the client goes away, a request ends
 // the connection, or a frame breaks the protocol.
 func (c *conn) readLoop() {
+	defer c.recoverPanic("reader")
 	var buf []byte
 	for {
 		n, err := jute.ReadFrameLength(c.br)
@@ -475,6 +478,17 @@ func replyFrame(xid int32, zxid int64, err jute.Code, body jute.Record) []byte {
 	return jute.AppendFrame(make([]byte, 0, replySizeHint(body)), &h, body)
 }
 
+// errorFrame builds an error reply that carries a body anyway (body may
+// be nil: header only), as ZooKeeper sends a rejected multiRead with the
+// multi end marker.
+func errorFrame(xid int32, zxid int64, err jute.Code, body jute.Record) []byte {
+	h := jute.ReplyHeader{Xid: xid, Zxid: zxid, Err: err}
+	if body == nil {
+		return jute.AppendFrame(make([]byte, 0, replyHeaderSize), &h)
+	}
+	return jute.AppendFrame(make([]byte, 0, replyHeaderSize+16), &h, body)
+}
+
 // replyHeaderSize is the size of a header-only reply frame: the frame
 // length, xid, zxid and err.
 const replyHeaderSize = 4 + 4 + 8 + 4
@@ -528,13 +542,23 @@ func (c *conn) handle(payload []byte) bool {
 		return reply(jute.Unimplemented, -1, true)
 	}
 	req.Decode(d)
+	if d.Err() != nil && h.Type == jute.OpSASL {
+		// ZooKeeper closes the connection without a reply, as for auth.
+		c.log.Warn("undecodable sasl request; closing", "err", d.Err())
+		return false
+	}
 	if d.Err() != nil {
 		c.log.Info("undecodable request", "op", h.Type, "err", d.Err())
 		return reply(jute.MarshallingError, c.s.node.LastZxid(), false)
 	}
 	if code, body := checkMultiKinds(h.Type, req); code != jute.OK {
+		c.log.Info("multi with ops of the wrong kind", "op", h.Type, "err", code)
 		c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now,
-			frame: jute.AppendFrame(nil, &jute.ReplyHeader{Xid: h.Xid, Zxid: c.s.node.LastZxid(), Err: code}, body)})
+			frame: errorFrame(h.Xid, c.s.node.LastZxid(), code, body)})
+		return true
+	}
+	nullIdx, hasNull := d.FirstNullString()
+	if hasNull && c.rejectNull(h, req, nullIdx, now) {
 		return true
 	}
 	switch {
@@ -545,7 +569,7 @@ func (c *conn) handle(payload []byte) bool {
 		return c.submitWrite(h, req, sid, now)
 	case h.Type == jute.OpSync:
 		c.order.addBarrier()
-		c.enqueue(&pending{kind: kindSync, xid: h.Xid, op: h.Type, req: req, received: now})
+		c.enqueue(&pending{kind: kindSync, xid: h.Xid, op: h.Type, req: req, received: now, nullPath: hasNull})
 	default:
 		// The identities are those the connection had when the request
 		// arrived, as ZooKeeper captures them: an auth packet pipelined
@@ -588,21 +612,28 @@ func (c *conn) propose(t *txnlog.Txn) <-chan replication.Outcome {
 }
 
 // checkMultiKinds rejects a multi holding read ops and a multiRead holding
-// write ops with MarshallingError; a rejected multiRead still carries the
-// end marker, as ZooKeeper sends it.
+// write ops with MarshallingError. ZooKeeper decodes a multi record only
+// when all its ops are of one kind (reads or writes), so a mixed request
+// fails to decode and gets a bare header; a multiRead made only of write
+// ops decodes, fails later, and its reply still carries the end marker.
 func checkMultiKinds(op jute.OpCode, req jute.Record) (jute.Code, jute.Record) {
 	m, ok := req.(*jute.MultiRequest)
 	if !ok {
 		return jute.OK, nil
 	}
+	reads := 0
 	for _, o := range m.Ops {
-		isRead := o.Type == jute.OpGetData || o.Type == jute.OpGetChildren
-		if op == jute.OpMulti && isRead {
-			return jute.MarshallingError, nil
+		if o.Type == jute.OpGetData || o.Type == jute.OpGetChildren {
+			reads++
 		}
-		if op == jute.OpMultiRead && !isRead {
-			return jute.MarshallingError, &jute.MultiResponse{}
-		}
+	}
+	switch {
+	case op == jute.OpMulti && reads > 0:
+		return jute.MarshallingError, nil
+	case op == jute.OpMultiRead && reads == 0 && len(m.Ops) > 0:
+		return jute.MarshallingError, &jute.MultiResponse{}
+	case op == jute.OpMultiRead && reads < len(m.Ops):
+		return jute.MarshallingError, nil
 	}
 	return jute.OK, nil
 }
@@ -610,18 +641,25 @@ func checkMultiKinds(op jute.OpCode, req jute.Record) (jute.Code, jute.Record) {
 // completeLoop turns pipeline items into replies strictly in order.
 func (c *conn) completeLoop() {
 	defer c.out.close()
+	defer c.recoverCompleter()
 	for p := range c.queue {
 		if p == nil {
 			return // the reader is done (serve)
 		}
-		frame := c.complete(p)
-		c.s.stats.outstanding.Add(-1)
-		if frame == nil {
-			continue
-		}
-		c.recordLatency(p, frame)
-		c.out.pushReply(frame, p.kind == kindWrite, len(c.queue) == 0)
+		c.completeOne(p)
 	}
+}
+
+// completeOne replies to one pipeline item; the item stops counting as
+// outstanding even when completing it panics.
+func (c *conn) completeOne(p *pending) {
+	defer c.s.stats.outstanding.Add(-1)
+	frame := c.complete(p)
+	if frame == nil {
+		return
+	}
+	c.recordLatency(p, frame)
+	c.out.pushReply(frame, p.kind == kindWrite, len(c.queue) == 0)
 }
 
 // awaitOutcome waits for a write's outcome, at most the write timeout and
@@ -697,8 +735,11 @@ func (c *conn) completeSync(p *pending) []byte {
 		c.abort(fmt.Sprintf("sync failed: %v", err))
 		return nil
 	}
-	r := p.req.(*jute.PathRequest)
-	return replyFrame(p.xid, c.s.node.LastZxid(), jute.OK, &jute.SyncResponse{Path: r.Path})
+	var body jute.Record = &jute.SyncResponse{Path: p.req.(*jute.PathRequest).Path}
+	if p.nullPath {
+		body = nullString{} // ZooKeeper echoes a null path as null
+	}
+	return replyFrame(p.xid, c.s.node.LastZxid(), jute.OK, body)
 }
 
 func (c *conn) recordLatency(p *pending, frame []byte) {

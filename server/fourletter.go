@@ -339,6 +339,7 @@ func (s *Server) monitorValues() []keyValue {
 		{"min_client_response_size", i(minResp)},
 		{"non_mtls_local_conn_count", "0"},
 		{"slow_client_disconnects", i(s.stats.slowDisconnects.Load())},
+		{"connection_panics", i(s.stats.connPanics.Load())},
 	}
 	kvs = append(kvs, s.stats.readLatency.summaryValues("readlatency")...)
 	kvs = append(kvs, s.stats.updateLatency.summaryValues("updatelatency")...)

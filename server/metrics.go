@@ -35,6 +35,10 @@ const (
 // Options.Registerer cannot be gathered and Options.Gatherer is nil.
 var ErrNoGatherer = errors.New("server: /metrics needs a Gatherer: Options.Registerer cannot be gathered")
 
+// connectionPanicsMetric counts panics contained to one connection
+// (contain.go); mntr shows it as zk_connection_panics.
+const connectionPanicsMetric = "connection_panics"
+
 // summaryMaxAge is the window of the latency summaries' quantiles:
 // ZooKeeper's Prometheus provider rotates its sketches every 60 seconds.
 const summaryMaxAge = time.Minute
@@ -235,7 +239,10 @@ func (s *Server) registerMetrics() error {
 	for _, g := range s.gauges() {
 		own = append(own, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, g.value))
 	}
-	own = append(own, o.metrics.readLatency, o.metrics.updateLatency, o.metrics.fsyncTime)
+	own = append(own, o.metrics.readLatency, o.metrics.updateLatency, o.metrics.fsyncTime,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: connectionPanicsMetric,
+			Help: "Panics while serving one client's requests; each closed that connection only (zkserverd's own)."},
+			func() float64 { return float64(s.stats.connPanics.Load()) }))
 	var runtime []prometheus.Collector
 	if exportRuntimeMetrics(s.cfg.Extra) {
 		runtime = append(runtime, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

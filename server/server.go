@@ -122,7 +122,6 @@ func New(opts Options) (*Server, error) {
 		watches:   watch.NewRegistry(),
 		stats:     newServerStats(),
 		flusher:   newFlusher(),
-		workers:   newWorkers(),
 		audit:     newAuditLogger(logger),
 		ops:       newOperations(opts.Registerer, opts.Gatherer),
 		serverID:  max(cfg.MyID, 1),
@@ -130,6 +129,7 @@ func New(opts Options) (*Server, error) {
 		bySession: make(map[int64]*conn),
 		perIP:     make(map[string]int),
 	}
+	s.workers = newWorkers(s.taskPanicked)
 	s.reaperClock = opts.ReaperClock // container/TTL reaper (reaper.go)
 	s.dataDir, s.logDir = cfg.DataDir, cfg.DataLogDir
 	if s.logDir == "" {

@@ -47,7 +47,10 @@ func TestCheckMultiKinds(t *testing.T) {
 		{"empty multi", jute.OpMulti, nil, jute.OK, false},
 		{"multi with a read", jute.OpMulti, []jute.MultiOp{write, read}, jute.MarshallingError, false},
 		{"multiRead of reads", jute.OpMultiRead, []jute.MultiOp{read}, jute.OK, false},
-		{"multiRead with a write", jute.OpMultiRead, []jute.MultiOp{read, write}, jute.MarshallingError, true},
+		{"multiRead with a write", jute.OpMultiRead, []jute.MultiOp{read, write}, jute.MarshallingError, false},
+		{"multiRead of writes", jute.OpMultiRead, []jute.MultiOp{write, write}, jute.MarshallingError, true},
+		{"empty multiRead", jute.OpMultiRead, nil, jute.OK, false},
+		{"multi of reads", jute.OpMulti, []jute.MultiOp{read}, jute.MarshallingError, false},
 	}
 	for _, c := range cases {
 		code, body := checkMultiKinds(c.op, &jute.MultiRequest{Ops: c.ops})

@@ -83,6 +83,7 @@ type serverStats struct {
 	minRespSize     atomic.Int64
 	maxRespSize     atomic.Int64
 	slowDisconnects atomic.Int64
+	connPanics      atomic.Int64 // panics contained to one connection (contain.go)
 }
 
 func newServerStats() *serverStats {

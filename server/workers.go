@@ -18,8 +18,12 @@ const maxIdleWorkers = 256
 // keeps its grown stack until the garbage collector shrinks it.
 //
 // idle counts the goroutines waiting on tasks; wg counts every goroutine of
-// the pool, so that stop can wait for them.
+// the pool, so that stop can wait for them. A task that panics is
+// recovered and reported to onPanic (without one it is re-raised), and its goroutine goes on
+// serving tasks: tasks run client-driven code, and client input must not
+// stop the process.
 type workers struct {
+	onPanic  func(v any) // called from the deferred recover, so the stack is the panic's
 	tasks    chan func() // unbuffered: a send succeeds only into a waiting goroutine
 	quit     chan struct{}
 	quitOnce sync.Once
@@ -27,8 +31,8 @@ type workers struct {
 	wg       sync.WaitGroup
 }
 
-func newWorkers() *workers {
-	return &workers{tasks: make(chan func()), quit: make(chan struct{})}
+func newWorkers(onPanic func(v any)) *workers {
+	return &workers{tasks: make(chan func()), quit: make(chan struct{}), onPanic: onPanic}
 }
 
 // run runs task on a waiting goroutine, or on a new one when none waits.
@@ -46,7 +50,7 @@ func (w *workers) run(task func()) {
 func (w *workers) work(task func()) {
 	defer w.wg.Done()
 	for {
-		task()
+		w.runTask(task)
 		if w.idle.Add(1) > maxIdleWorkers {
 			w.idle.Add(-1)
 			return
@@ -61,6 +65,19 @@ func (w *workers) work(task func()) {
 			return
 		}
 	}
+}
+
+// runTask runs one task, recovering a panic it lets escape.
+func (w *workers) runTask(task func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			if w.onPanic == nil {
+				panic(v)
+			}
+			w.onPanic(v)
+		}
+	}()
+	task()
 }
 
 // stop ends the waiting goroutines and waits for every goroutine of the

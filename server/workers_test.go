@@ -52,7 +52,7 @@ func waitIdle(t *testing.T, w *workers, want int32) {
 }
 
 func TestWorkersReuseAnEndedTasksGoroutine(t *testing.T) {
-	w := newWorkers()
+	w := newWorkers(nil)
 	defer w.stop()
 	var first, second int
 	runAndWait(t, w, func() { first = goroutineID(t) })
@@ -64,7 +64,7 @@ func TestWorkersReuseAnEndedTasksGoroutine(t *testing.T) {
 }
 
 func TestWorkersStartAGoroutineWhenNoneWaits(t *testing.T) {
-	w := newWorkers()
+	w := newWorkers(nil)
 	defer w.stop()
 	release := make(chan struct{})
 	started := make(chan int, 2)
@@ -86,7 +86,7 @@ func TestWorkersStartAGoroutineWhenNoneWaits(t *testing.T) {
 }
 
 func TestWorkersKeepAtMostMaxIdleGoroutines(t *testing.T) {
-	w := newWorkers()
+	w := newWorkers(nil)
 	defer w.stop()
 	const tasks = maxIdleWorkers + 20
 	release := make(chan struct{})
@@ -111,7 +111,7 @@ func TestWorkersKeepAtMostMaxIdleGoroutines(t *testing.T) {
 }
 
 func TestWorkersStopEndsWaitingGoroutines(t *testing.T) {
-	w := newWorkers()
+	w := newWorkers(nil)
 	for range 3 {
 		runAndWait(t, w, func() {})
 	}
@@ -168,7 +168,7 @@ func BenchmarkDeepTasks(b *testing.B) {
 		}
 	})
 	b.Run("workers", func(b *testing.B) {
-		w := newWorkers()
+		w := newWorkers(nil)
 		defer w.stop()
 		var done sync.WaitGroup
 		for b.Loop() {
@@ -177,4 +177,27 @@ func BenchmarkDeepTasks(b *testing.B) {
 			done.Wait()
 		}
 	})
+}
+
+// TestWorkersRecoverAPanickingTask: a task's panic goes to onPanic and the
+// goroutine that ran it goes on taking tasks.
+func TestWorkersRecoverAPanickingTask(t *testing.T) {
+	recovered := make(chan any, 1)
+	w := newWorkers(func(v any) { recovered <- v })
+	defer w.stop()
+	var first, second int
+	w.run(func() { first = goroutineID(t); panic("task failed") })
+	select {
+	case v := <-recovered:
+		if v != "task failed" {
+			t.Fatalf("onPanic got %v", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("onPanic not called within 5 s")
+	}
+	waitIdle(t, w, 1)
+	runAndWait(t, w, func() { second = goroutineID(t) })
+	if first != second {
+		t.Fatalf("after the panic a task ran on goroutine %d, want the kept goroutine %d", second, first)
+	}
 }

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"time"
+
+	"github.com/zkserverd/zkserverd/jute"
+)
+
+// ZooKeeper reads a null ustring (length -1) as a Java null, and its
+// answer then depends on where the null went: most code paths throw a
+// NullPointerException, which the server reports as MarshallingError,
+// while a few check for null first. zkserverd decodes a null string as ""
+// and uses the decoder's note of the first null (jute.Decoder
+// FirstNullString) to give ZooKeeper 3.8's answer instead of the answer
+// for "". Cases not listed here behave as for "" (docs/compatibility.md).
+
+// nullReply is how a request holding a null string is answered before it
+// reaches dispatch.
+type nullReply struct {
+	code jute.Code
+	body jute.Record // sent even though code is an error (multi: end marker)
+}
+
+// nullStringReply decides the answer for a request of op whose idx-th
+// ustring (decoding order) was the first null one. ok is false when the
+// request goes on as if the string were "".
+func nullStringReply(op jute.OpCode, req jute.Record, idx int) (reply nullReply, ok bool) {
+	marshalling := nullReply{code: jute.MarshallingError}
+	switch op {
+	case jute.OpMulti, jute.OpMultiRead:
+		// Every op's record is read before any op runs; a null fails the
+		// whole request, whose reply still carries the end marker.
+		return nullReply{code: jute.MarshallingError, body: &jute.MultiResponse{}}, true
+	case jute.OpSetWatches, jute.OpSetWatches2:
+		return marshalling, true
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL, jute.OpSetACL:
+		if idx == 0 {
+			// A null path: create looks for its last slash (an exception);
+			// setACL validates the path first (BadArguments, as for "").
+			return marshalling, op != jute.OpSetACL
+		}
+		return marshalling, nullACLIDFails(aclsOf(req), idx-1)
+	case jute.OpDelete, jute.OpExists, jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2,
+		jute.OpGetACL, jute.OpGetAllChildrenNumber, jute.OpCheckWatches:
+		return marshalling, idx == 0
+	}
+	// setData and check validate the path first (BadArguments, as for
+	// ""); sync echoes it (completeSync); getEphemerals, addWatch and
+	// removeWatches treat it like any prefix or path; reconfig's strings
+	// may be null.
+	return nullReply{}, false
+}
+
+// rejectNull queues ZooKeeper's answer to a request whose idx-th ustring
+// was null, and reports whether it did (false: the request goes on).
+func (c *conn) rejectNull(h jute.RequestHeader, req jute.Record, idx int, now time.Time) bool {
+	r, ok := nullStringReply(h.Type, req, idx)
+	if !ok {
+		return false
+	}
+	c.log.Info("null string in request", "op", h.Type, "err", r.code)
+	c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now,
+		frame: errorFrame(h.Xid, c.s.node.LastZxid(), r.code, r.body)})
+	return true
+}
+
+// aclsOf returns the ACL list of a create or setACL request.
+func aclsOf(req jute.Record) []jute.ACL {
+	switch r := req.(type) {
+	case *jute.CreateRequest:
+		return r.ACL
+	case *jute.CreateTTLRequest:
+		return r.ACL
+	case *jute.SetACLRequest:
+		return r.ACL
+	}
+	return nil
+}
+
+// nullACLIDFails reports whether ZooKeeper's ACL check fails with an
+// exception on the null at string idx of an ACL list (two strings per
+// entry: scheme, id). A null scheme is InvalidACL (checked for), as is a
+// null id of a scheme without a provider or of the auth scheme, which
+// ignores it; the world, digest and ip checks dereference the id.
+func nullACLIDFails(acls []jute.ACL, idx int) bool {
+	entry := idx / 2
+	if idx%2 == 0 || entry >= len(acls) {
+		return false
+	}
+	switch acls[entry].ID.Scheme {
+	case "world", "digest", "ip":
+		return true
+	}
+	return false
+}
+
+// nullString is a null ustring as a record (a sync reply echoing a null
+// path).
+type nullString struct{}
+
+func (nullString) Encode(e *jute.Encoder) { e.Int(-1) }
+func (nullString) Decode(d *jute.Decoder) { d.Int() }
