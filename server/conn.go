@@ -294,9 +294,10 @@ func (c *conn) caughtUpTo(zxid int64) bool {
 
 func (c *conn) createSession(req *jute.ConnectRequest, timeout int32) bool {
 	sid := c.s.idGen.Next()
-	out := <-c.s.node.Submit(&txnlog.Txn{Timeout: timeout, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: sid}})
-	if out.Err != nil {
-		c.log.Warn("session not created", "err", out.Err)
+	out, ok := c.awaitSessionTxn(&txnlog.Txn{Timeout: timeout, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: sid}})
+	if !ok || out.Err != nil {
+		// A session committed after all expires by its timeout.
+		c.log.Warn("session not created; closing", "err", out.Err, "committed_in_time", ok)
 		return false
 	}
 	c.bindSession(sid, timeout)
@@ -381,16 +382,9 @@ func (c *conn) takeOwnership(sid int64) sessionVerdict {
 	if c.s.node.Sessions().Owner(sid) == c.s.serverID {
 		return sessionLive
 	}
-	ch := c.s.node.Submit(&txnlog.Txn{Tree: datatree.Txn{Type: txnlog.OpMoveSession, SessionID: sid}})
-	timer := time.NewTimer(c.s.syncLimit())
-	defer timer.Stop()
-	var out replication.Outcome
-	select {
-	case out = <-ch:
-	case <-timer.C:
+	out, ok := c.awaitSessionTxn(&txnlog.Txn{Tree: datatree.Txn{Type: txnlog.OpMoveSession, SessionID: sid}})
+	if !ok {
 		c.log.Info("session move not committed in time", "session", hexID(sid))
-		return sessionUndecided
-	case <-c.s.ctx.Done():
 		return sessionUndecided
 	}
 	switch {
@@ -404,6 +398,25 @@ func (c *conn) takeOwnership(sid int64) sessionVerdict {
 		return sessionUndecided
 	}
 	return sessionLive
+}
+
+// awaitSessionTxn proposes a session transaction of the handshake and
+// waits for its outcome for at most syncLimit: a member whose quorum went
+// away while it waited must not hold the client's handshake (the client
+// would wait out its own connect timeout). ok is false when no outcome
+// came in time, the connection was closed meanwhile, or the server stops.
+func (c *conn) awaitSessionTxn(t *txnlog.Txn) (out replication.Outcome, ok bool) {
+	ch := c.s.node.Submit(t)
+	timer := time.NewTimer(c.s.syncLimit())
+	defer timer.Stop()
+	select {
+	case out = <-ch:
+		return out, true
+	case <-timer.C:
+	case <-c.done:
+	case <-c.s.ctx.Done():
+	}
+	return out, false
 }
 
 func (c *conn) bindSession(sid int64, timeout int32) {
