@@ -15,7 +15,7 @@ var allowedImports = map[string][]string{
 	"watch":             {"jute"},
 	"session":           {"jute"},
 	"datatree":          {"jute", "acl"},
-	"txnlog":            {"jute", "datatree"},
+	"txnlog":            {"jute", "datatree", "session"},
 	"replication":       {"jute", "datatree", "session", "txnlog"},
 	"server":            {"jute", "datatree", "session", "txnlog", "replication", "acl", "watch", "conf"},
 	"memtune":           {},
