@@ -21,7 +21,7 @@ var allowedImports = map[string][]string{
 	"memtune":           {},
 	"proctune":          {},
 	"cmd/zkserverd":     {"conf", "server", "zkimport", "memtune", "proctune"},
-	"zkimport":          {"jute", "datatree", "session"},
+	"zkimport":          {"jute", "datatree", "replication"},
 	"server/servertest": {"conf", "server"},
 	"bench":             {"jute"},
 	"cmd/zkbench":       {"bench"},

@@ -1,20 +1,12 @@
 package zkimport
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-
-	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-
-	"github.com/zkserverd/zkserverd/datatree"
-	"github.com/zkserverd/zkserverd/session"
 )
 
 // ErrTargetNotEmpty is returned when the zkserverd data directory (or log
@@ -57,17 +49,6 @@ type Summary struct {
 	BytesWritten      int64 // size of the FSM snapshot written
 }
 
-// Raft identity of a standalone zkserverd (replication.Open): server id 1,
-// raft ID "1", in-memory transport address "1".
-const (
-	raftID   = raft.ServerID("1")
-	raftAddr = raft.ServerAddress("1")
-	// snapIndex and snapTerm place the imported state at the start of the
-	// raft history; the server's first election moves to a later term.
-	snapIndex = 1
-	snapTerm  = 1
-)
-
 // Import reads the ZooKeeper data in opts.From/FromLog and writes a
 // zkserverd data directory to opts.To/ToLog.
 func Import(opts Options) (*Summary, error) {
@@ -109,6 +90,7 @@ func Import(opts Options) (*Summary, error) {
 	p.phase("writing the zkserverd snapshot", fmt.Sprintf("%d znodes", len(nodes)), int64(len(nodes)))
 	written, err := writeTarget(opts.To, opts.ToLog, sum.LastZxid, nodes, func() { p.add(1) })
 	if err != nil {
+		removeTarget(opts.To, opts.ToLog, logger)
 		return nil, err
 	}
 	sum.BytesWritten = written
@@ -129,97 +111,12 @@ func checkEmpty(dir string) error {
 	return nil
 }
 
-// writeTarget writes the raft snapshot and the raft stable store, the
-// layout replication.Open uses: <to>/version-2/raft/ for snapshots and
-// <toLog>/version-2/raft/raft.db for the log and stable store.
-func writeTarget(to, toLog string, lastZxid int64, nodes []*Node, onNode func()) (int64, error) {
-	snapDir := filepath.Join(to, "version-2", "raft")
-	logDir := filepath.Join(toLog, "version-2", "raft")
-	for _, d := range []string{snapDir, logDir} {
-		if err := os.MkdirAll(d, 0o750); err != nil {
-			return 0, fmt.Errorf("zkimport: create %s: %w", d, err)
+// removeTarget removes what a failed import wrote: the version-2
+// directories of the target, which held nothing before (checkEmpty).
+func removeTarget(to, toLog string, logger *slog.Logger) {
+	for _, dir := range []string{to, toLog} {
+		if err := os.RemoveAll(filepath.Join(dir, "version-2")); err != nil {
+			logger.Warn("could not remove a partly written directory", "dir", dir, "err", err)
 		}
 	}
-	n, err := writeRaftSnapshot(snapDir, lastZxid, nodes, onNode)
-	if err != nil {
-		return n, err
-	}
-	return n, writeStableStore(filepath.Join(logDir, "raft.db"))
-}
-
-// writeRaftSnapshot stores the FSM state as raft snapshot (index 1, term
-// 1) whose configuration is the standalone server as the only voter. The
-// tree stream is read back by datatree.ReadSnapshot while it is written, so
-// a tree zkserverd would refuse is never left behind.
-func writeRaftSnapshot(dir string, lastZxid int64, nodes []*Node, onNode func()) (int64, error) {
-	store, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
-	if err != nil {
-		return 0, fmt.Errorf("zkimport: snapshot store: %w", err)
-	}
-	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: raftID, Address: raftAddr}}}
-	// The (deprecated) peer list in the snapshot metadata is encoded by a
-	// transport; the standalone server uses an in-memory one.
-	_, trans := raft.NewInmemTransport(raftAddr)
-	defer trans.Close()
-	sink, err := store.Create(raft.SnapshotVersionMax, snapIndex, snapTerm, conf, snapIndex, trans)
-	if err != nil {
-		return 0, fmt.Errorf("zkimport: create snapshot: %w", err)
-	}
-	var table bytes.Buffer
-	if _, err := session.NewTable().WriteTo(&table); err != nil {
-		sink.Cancel()
-		return 0, fmt.Errorf("zkimport: session table: %w", err)
-	}
-	head := append(fsmHeader(lastZxid, table.Len()), table.Bytes()...)
-	if _, err := sink.Write(head); err != nil {
-		sink.Cancel()
-		return 0, fmt.Errorf("zkimport: write snapshot: %w", err)
-	}
-	n, err := writeVerifiedTree(sink, nodes, onNode)
-	if err != nil {
-		sink.Cancel()
-		return 0, err
-	}
-	if err := sink.Close(); err != nil {
-		return 0, fmt.Errorf("zkimport: finish snapshot: %w", err)
-	}
-	return int64(len(head)) + n, nil
-}
-
-// writeVerifiedTree writes the tree stream to w and, at the same time,
-// through datatree.ReadSnapshot.
-func writeVerifiedTree(w io.Writer, nodes []*Node, onNode func()) (int64, error) {
-	pr, pw := io.Pipe()
-	verified := make(chan error, 1)
-	go func() {
-		_, err := datatree.ReadSnapshot(bufio.NewReaderSize(pr, 64<<10), datatree.Config{ExtendedTypesEnabled: true})
-		pr.CloseWithError(err)
-		verified <- err
-	}()
-	n, werr := writeTree(io.MultiWriter(w, pw), nodes, onNode)
-	pw.CloseWithError(werr)
-	if verr := <-verified; verr != nil {
-		return n, fmt.Errorf("zkimport: the converted tree does not read back: %w", verr)
-	}
-	return n, werr
-}
-
-// writeStableStore creates the raft log and stable store with the current
-// term of the snapshot, so raft treats the directory as existing state
-// (raft.HasExistingState) and restores the snapshot instead of
-// bootstrapping an empty tree.
-func writeStableStore(path string) error {
-	store, err := raftboltdb.New(raftboltdb.Options{Path: path})
-	if err != nil {
-		return fmt.Errorf("zkimport: open %s: %w", path, err)
-	}
-	// "CurrentTerm" is hashicorp/raft's stable-store key for the term.
-	if err := store.SetUint64([]byte("CurrentTerm"), snapTerm); err != nil {
-		store.Close()
-		return fmt.Errorf("zkimport: write term: %w", err)
-	}
-	if err := store.Close(); err != nil {
-		return fmt.Errorf("zkimport: close %s: %w", path, err)
-	}
-	return nil
 }
