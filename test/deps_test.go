@@ -20,11 +20,11 @@ var allowedImports = map[string][]string{
 	"server":            {"jute", "datatree", "session", "txnlog", "replication", "acl", "watch", "conf"},
 	"memtune":           {},
 	"proctune":          {},
-	"cmd/zkserverd":     {"conf", "server", "zkimport", "memtune", "proctune"},
-	"zkimport":          {"jute", "datatree", "replication"},
+	"cmd/zkserverd":     {"conf", "server", "internal/zkimport", "memtune", "proctune"},
+	"internal/zkimport": {"jute", "datatree", "replication"},
 	"server/servertest": {"conf", "server"},
-	"bench":             {"jute"},
-	"cmd/zkbench":       {"bench"},
+	"internal/bench":    {"jute"},
+	"cmd/zkbench":       {"internal/bench"},
 	"test/ports":        {},
 }
 

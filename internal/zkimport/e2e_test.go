@@ -16,7 +16,7 @@ import (
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/servertest"
-	"github.com/zkserverd/zkserverd/zkimport"
+	"github.com/zkserverd/zkserverd/internal/zkimport"
 )
 
 // goldenNode is one znode as a real ZooKeeper 3.8 reported it to a client
