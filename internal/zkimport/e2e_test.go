@@ -14,9 +14,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/zkimport"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/servertest"
-	"github.com/zkserverd/zkserverd/internal/zkimport"
 )
 
 // goldenNode is one znode as a real ZooKeeper 3.8 reported it to a client
