@@ -61,15 +61,17 @@ func TestLoaderRebuildsTree(t *testing.T) {
 // TestLoaderRejects gives a Loader node sets that break one invariant each.
 func TestLoaderRejects(t *testing.T) {
 	node := func(path string, owner int64) StoredNode {
-		return StoredNode{Path: path, Data: []byte{}, ACL: open, EphemeralOwner: owner}
+		return StoredNode{Path: path, Data: []byte{}, ACL: slices.Clone(open), EphemeralOwner: owner}
 	}
 	system := []StoredNode{node("/", 0), node("/zookeeper", 0), node("/zookeeper/config", 0), node("/zookeeper/quota", 0)}
 	with := func(extra ...StoredNode) []StoredNode { return append(slices.Clone(system), extra...) }
 	if tree, err := load(with(node("/c", jute.ContainerOwner), node("/t", jute.TTLOwnerMask|5), node("/e", 7)), Config{}); err != nil {
 		t.Fatalf("valid node set: %v", err)
-	} else if tree.NodeCount() != 7 || tree.EphemeralCount() != 1 || len(tree.containers) != 1 || len(tree.ttls) != 1 {
-		t.Errorf("loaded %d nodes, %d ephemerals, %d containers, %d TTL nodes; want 7, 1, 1, 1",
-			tree.NodeCount(), tree.EphemeralCount(), len(tree.containers), len(tree.ttls))
+	} else if tree.NodeCount() != 7 || tree.EphemeralCount() != 1 || len(tree.containers) != 1 || len(tree.ttls) != 1 ||
+		tree.acls.size() != 1 {
+		// Every node has a copy of one list: the tree keeps it once.
+		t.Errorf("loaded %d nodes, %d ephemerals, %d containers, %d TTL nodes, %d ACL lists; want 7, 1, 1, 1, 1",
+			tree.NodeCount(), tree.EphemeralCount(), len(tree.containers), len(tree.ttls), tree.acls.size())
 	}
 	emptyACL := node("/x", 0)
 	emptyACL.ACL = nil

@@ -3,14 +3,11 @@ package datatree
 import (
 	"bufio"
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/zkserverd/zkserverd/jute"
@@ -204,20 +201,6 @@ func TestSnapshotFreshTreeGolden(t *testing.T) {
 	// Stable format: a fresh tree's snapshot is pinned in testdata.
 	got := snapshotBytes(t, New(Config{}))
 	checkGolden(t, "testdata/fresh.snap.hex", []byte(hexDump(got)))
-}
-
-// readHexFile reads a file written by hexDump.
-func readHexFile(t *testing.T, name string) []byte {
-	t.Helper()
-	text, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := hex.DecodeString(strings.Join(strings.Fields(string(text)), ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func hexDump(b []byte) string {
