@@ -34,31 +34,25 @@ import (
 //	crc       uint32   CRC-32C of every byte above
 //
 // The bytes depend only on the tree's content: two trees in the same state
-// write identical snapshots. Version 1 (snapshot_v1.go), written by earlier
-// builds and by zkimport, is still read.
+// write identical snapshots. The only version is 2.
 
 // ErrBadSnapshot is wrapped by every error ReadSnapshot returns for input
 // that is not a complete, well-formed snapshot.
 var ErrBadSnapshot = errors.New("datatree: bad snapshot")
 
-// Stream versions.
-const (
-	snapshotV1      = 1
-	snapshotV2      = 2
-	snapshotVersion = snapshotV2 // the version written
-)
+// snapshotVersion is the stream's version.
+const snapshotVersion = 2
 
 var snapshotMagic = [8]byte{'z', 'k', 'd', 't', 'r', 'e', 'e', 0}
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// statSize is the size of the stat fields of a node record (both
-// versions): five int64, three int32, the int64 owner and the kind byte.
+// statSize is the size of the stat fields of a node record: five int64, three int32, the int64 owner and the kind byte.
 const statSize = 5*8 + 3*4 + 8 + 1
 
-// nodeTailV2 is the size of a version 2 record after its data: the stat
+// nodeTail is the size of a record after its data: the stat
 // fields, the child count and the ACL index.
-const nodeTailV2 = statSize + 4 + 4
+const nodeTail = statSize + 4 + 4
 
 // snapWriter buffers output and checksums it.
 type snapWriter struct {
@@ -121,7 +115,7 @@ func (s *snapWriter) header(count uint64) {
 	s.u64(count)
 }
 
-// node writes one version 2 node record; list is the ACL list when this
+// node writes one node record; list is the ACL list when this
 // record is the first to use index acl, else nil.
 func (s *snapWriter) node(n *node, children, acl uint32, list []jute.ACL) {
 	s.str(n.name)
@@ -347,7 +341,7 @@ func (s *snapReader) aclList() ([]jute.ACL, error) {
 const snapBufferSize = 1 << 20
 
 // ReadSnapshot rebuilds a tree from a stream written by WriteSnapshot or
-// Snapshot.WriteTo (version 2) or by earlier builds (version 1). It
+// Snapshot.WriteTo. It
 // verifies the structure and the checksum and returns an error wrapping
 // ErrBadSnapshot for truncated or corrupt input; it never panics. From a
 // *bufio.Reader it consumes exactly the snapshot's bytes, so a snapshot
@@ -367,16 +361,11 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 	if [8]byte(head[:8]) != snapshotMagic {
 		return nil, fmt.Errorf("%w: not a datatree snapshot", ErrBadSnapshot)
 	}
-	t := newEmpty(cfg)
-	switch v := binary.BigEndian.Uint32(head[8:]); v {
-	case snapshotV1:
-		err = t.readV1(s)
-	case snapshotV2:
-		err = t.readV2(s)
-	default:
+	if v := binary.BigEndian.Uint32(head[8:]); v != snapshotVersion {
 		return nil, fmt.Errorf("%w: unsupported version %d", ErrBadSnapshot, v)
 	}
-	if err != nil {
+	t := newEmpty(cfg)
+	if err := t.readNodes(s); err != nil {
 		return nil, err
 	}
 	s.commit()
@@ -418,13 +407,13 @@ const maxPresize = 1 << 16
 // another goroutine while reading goes on.
 const buildAsync = 1024
 
-// v2Reader reads version 2 node records: depth first, so each record's
+// nodeReader reads node records: depth first, so each record's
 // parent is the innermost directory with children still to come. A
 // directory's children are collected in a slice while it is open; when it
 // closes, its child set (kids) is built, for a large directory on a
 // builder goroutine. No one looks children up before ReadSnapshot
 // returns: the strict name order already rules out repeats.
-type v2Reader struct {
+type nodeReader struct {
 	t     *Tree
 	s     *snapReader
 	ids   []aclID     // the tree's id of each stream ACL index
@@ -433,12 +422,12 @@ type v2Reader struct {
 	built chan struct{}
 }
 
-func (t *Tree) readV2(s *snapReader) error {
+func (t *Tree) readNodes(s *snapReader) error {
 	count, err := s.u64()
 	if err != nil {
 		return err
 	}
-	r := &v2Reader{t: t, s: s}
+	r := &nodeReader{t: t, s: s}
 	defer r.wait()
 	for i := uint64(0); i < count; i++ {
 		r.popDone()
@@ -458,7 +447,7 @@ func (t *Tree) readV2(s *snapReader) error {
 
 // popDone closes the directories whose children have all been read and
 // has their child sets built.
-func (r *v2Reader) popDone() {
+func (r *nodeReader) popDone() {
 	for len(r.stack) > 0 && r.stack[len(r.stack)-1].left == 0 {
 		f := r.stack[len(r.stack)-1]
 		r.stack = r.stack[:len(r.stack)-1]
@@ -481,7 +470,7 @@ func (r *v2Reader) popDone() {
 
 // wait stops the builder goroutine, if one started, once it has built
 // every directory handed to it.
-func (r *v2Reader) wait() {
+func (r *nodeReader) wait() {
 	if r.build != nil {
 		close(r.build)
 		<-r.built
@@ -503,7 +492,7 @@ func buildKids(seed maphash.Seed, list []*node) *kids {
 // record reads one record and links it under the innermost open directory
 // (or makes it the root); a node with children becomes the innermost open
 // directory. remaining is the number of records after it.
-func (r *v2Reader) record(remaining uint64) error {
+func (r *nodeReader) record(remaining uint64) error {
 	s := r.s
 	name, err := s.str()
 	if err != nil {
@@ -513,7 +502,7 @@ func (r *v2Reader) record(remaining uint64) error {
 	if err != nil {
 		return err
 	}
-	b, err := s.take(nodeTailV2)
+	b, err := s.take(nodeTail)
 	if err != nil {
 		return err
 	}
@@ -548,7 +537,7 @@ func (r *v2Reader) record(remaining uint64) error {
 
 // aclRef resolves a record's ACL index, reading the list when the record
 // is its first user.
-func (r *v2Reader) aclRef(n *node, idx uint32) error {
+func (r *nodeReader) aclRef(n *node, idx uint32) error {
 	switch {
 	case idx < uint32(len(r.ids)):
 		n.setACL(r.ids[idx])
@@ -568,7 +557,7 @@ func (r *v2Reader) aclRef(n *node, idx uint32) error {
 
 // link checks the child n against its parent, the innermost open
 // directory, adds it there and returns the UTF-16 length of its path.
-func (r *v2Reader) link(n *node) (int, error) {
+func (r *nodeReader) link(n *node) (int, error) {
 	t, p := r.t, &r.stack[len(r.stack)-1]
 	name := n.name
 	if !validName(name) {

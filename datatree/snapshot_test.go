@@ -3,14 +3,11 @@ package datatree
 import (
 	"bufio"
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/zkserverd/zkserverd/jute"
@@ -206,54 +203,6 @@ func TestSnapshotFreshTreeGolden(t *testing.T) {
 	checkGolden(t, "testdata/fresh.snap.hex", []byte(hexDump(got)))
 }
 
-// TestSnapshotV1Golden reads version 1 streams written by the previous
-// build: a fresh tree, and a tree built by 3000 random txns (seed 42, as in
-// TestSnapshotRoundTrip) whose client-visible view that build recorded.
-func TestSnapshotV1Golden(t *testing.T) {
-	cfg := Config{ExtendedTypesEnabled: true}
-	fresh, err := ReadSnapshot(bytes.NewReader(readHexFile(t, "testdata/fresh_v1.snap.hex")), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(snapshotBytes(t, fresh), snapshotBytes(t, New(cfg))) {
-		t.Error("fresh tree from version 1 differs")
-	}
-	restored, err := ReadSnapshot(bytes.NewReader(readHexFile(t, "testdata/random_v1.snap.hex")), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	view, err := os.ReadFile("testdata/random_v1.view")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := treeView(restored); got != string(view) {
-		t.Errorf("view of the version 1 tree:\n%s\nwant\n%s", got, view)
-	}
-	built := New(cfg)
-	applyRandom(built, 42, 0, 3000)
-	built.SetConfigNode([]byte("version=0"), 0, 123)
-	if !bytes.Equal(snapshotBytes(t, restored), snapshotBytes(t, built)) {
-		t.Error("version 1 tree and the tree built by the same txns write different snapshots")
-	}
-	if !bytes.Equal(applyRandom(restored, 43, 3000, 500), applyRandom(built, 43, 3000, 500)) {
-		t.Error("results after reading version 1 differ")
-	}
-}
-
-// readHexFile reads a file written by hexDump.
-func readHexFile(t *testing.T, name string) []byte {
-	t.Helper()
-	text, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := hex.DecodeString(strings.Join(strings.Fields(string(text)), ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func hexDump(b []byte) string {
 	var out bytes.Buffer
 	for len(b) > 0 {
@@ -305,85 +254,8 @@ func TestSnapshotCorrupt(t *testing.T) {
 	}
 }
 
-// v1Rec is one node of a hand-built version 1 stream.
-type v1Rec struct {
-	path  string
-	kind  nodeKind
-	owner int64
-	acl   uint32
-}
-
-// encodeV1 builds a well-checksummed version 1 stream, as earlier builds
-// and zkimport write it.
-func encodeV1(lists [][]jute.ACL, nodes []v1Rec) []byte {
-	var b bytes.Buffer
-	s := newSnapWriter(&b)
-	s.buf = append(s.buf, snapshotMagic[:]...)
-	s.u32(snapshotV1)
-	s.u32(uint32(len(lists)))
-	for _, l := range lists {
-		s.aclList(l)
-	}
-	s.u64(uint64(len(nodes)))
-	for _, r := range nodes {
-		writeTestNode(s, r.path, r.owner, r.kind)
-		s.u32(r.acl)
-	}
-	s.finish()
-	return b.Bytes()
-}
-
-// TestSnapshotV1StructuralChecks builds well-checksummed version 1
-// snapshots that break one invariant each.
-func TestSnapshotV1StructuralChecks(t *testing.T) {
-	system := []v1Rec{{path: "/"}, {path: "/zookeeper"}, {path: "/zookeeper/config"}, {path: "/zookeeper/quota"}}
-	with := func(extra ...v1Rec) []v1Rec {
-		out := append(slices.Clone(system), extra...)
-		slices.SortStableFunc(out, func(a, b v1Rec) int { return strings.Compare(a.path, b.path) })
-		return out
-	}
-	lists := [][]jute.ACL{open}
-	if _, err := ReadSnapshot(bytes.NewReader(encodeV1(lists, system)), Config{}); err != nil {
-		t.Fatalf("valid minimal snapshot: %v", err)
-	}
-	tests := []struct {
-		name  string
-		lists [][]jute.ACL
-		nodes []v1Rec
-	}{
-		{"missing system node", lists, system[:3]},
-		{"no root", lists, system[1:]},
-		{"out of order", lists, []v1Rec{system[0], system[2], system[1], system[3]}},
-		{"duplicate", lists, with(v1Rec{path: "/zookeeper/quota"})},
-		{"orphan", lists, with(v1Rec{path: "/x/y"})},
-		{"invalid path", lists, with(v1Rec{path: "/zookeeper/quota/."})},
-		{"child of ephemeral", lists, with(v1Rec{path: "/e", kind: kindEphemeral, owner: 5}, v1Rec{path: "/e/c"})},
-		{"acl index", lists, with(v1Rec{path: "/x", acl: 1})},
-		{"empty acl list", [][]jute.ACL{open, {}}, system},
-		{"persistent with owner", lists, with(v1Rec{path: "/x", owner: 5})},
-		{"ephemeral without owner", lists, with(v1Rec{path: "/x", kind: kindEphemeral})},
-		{"container owner", lists, with(v1Rec{path: "/x", kind: kindContainer, owner: 5})},
-		{"ttl owner", lists, with(v1Rec{path: "/x", kind: kindTTL, owner: jute.TTLOwnerMask})},
-		{"unknown kind", lists, with(v1Rec{path: "/x", kind: numKinds})},
-		{"ephemeral system node", lists, []v1Rec{system[0], system[1], {path: "/zookeeper/config", kind: kindEphemeral, owner: 1}, system[3]}},
-	}
-	for _, tt := range tests {
-		if _, err := ReadSnapshot(bytes.NewReader(encodeV1(tt.lists, tt.nodes)), Config{}); !errors.Is(err, ErrBadSnapshot) {
-			t.Errorf("%s: err %v", tt.name, err)
-		}
-	}
-	// Unused and duplicate ACL lists are accepted and dropped.
-	tree, err := ReadSnapshot(bytes.NewReader(encodeV1([][]jute.ACL{open, aliceA, open}, with(v1Rec{path: "/x", acl: 2}))), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tree.acls.size() != 1 {
-		t.Errorf("ACL cache size %d", tree.acls.size())
-	}
-}
-
-// v2Rec is one node of a hand-built version 2 stream, in stream order.
-type v2Rec struct {
+// streamRec is one node of a hand-built stream, in stream order.
+type streamRec struct {
 	name  string
 	kids  uint32
 	kind  nodeKind
@@ -392,8 +264,7 @@ type v2Rec struct {
 	list  []jute.ACL // the ACL list, when this record introduces it
 }
 
-// writeTestNode writes the part of a node record both versions share: its
-// name or path, empty data and a stat whose last byte is kind (any byte,
+// writeTestNode writes the start of a node record: its name, empty data and a stat whose last byte is kind (any byte,
 // even an unknown kind).
 func writeTestNode(s *snapWriter, name string, owner int64, kind nodeKind) {
 	s.str(name)
@@ -402,9 +273,9 @@ func writeTestNode(s *snapWriter, name string, owner int64, kind nodeKind) {
 	s.buf[len(s.buf)-1] = byte(kind)
 }
 
-// encodeV2 builds a well-checksummed version 2 stream claiming count
+// encodeStream builds a well-checksummed version 2 stream claiming count
 // nodes.
-func encodeV2(count uint64, nodes []v2Rec) []byte {
+func encodeStream(count uint64, nodes []streamRec) []byte {
 	var b bytes.Buffer
 	s := newSnapWriter(&b)
 	s.header(count)
@@ -420,19 +291,19 @@ func encodeV2(count uint64, nodes []v2Rec) []byte {
 	return b.Bytes()
 }
 
-// TestSnapshotV2StructuralChecks builds well-checksummed version 2
+// TestSnapshotStructuralChecks builds well-checksummed
 // snapshots that break one invariant each.
-func TestSnapshotV2StructuralChecks(t *testing.T) {
+func TestSnapshotStructuralChecks(t *testing.T) {
 	// "/", "/zookeeper", "/zookeeper/config", "/zookeeper/quota".
-	minimal := func(rootKids uint32, extra ...v2Rec) []v2Rec {
-		out := []v2Rec{{name: "", kids: rootKids, list: open}}
-		return append(append(out, v2Rec{name: "zookeeper", kids: 2}, v2Rec{name: "config"}, v2Rec{name: "quota"}), extra...)
+	minimal := func(rootKids uint32, extra ...streamRec) []streamRec {
+		out := []streamRec{{name: "", kids: rootKids, list: open}}
+		return append(append(out, streamRec{name: "zookeeper", kids: 2}, streamRec{name: "config"}, streamRec{name: "quota"}), extra...)
 	}
 	valid := minimal(1)
-	if _, err := ReadSnapshot(bytes.NewReader(encodeV2(4, valid)), Config{}); err != nil {
+	if _, err := ReadSnapshot(bytes.NewReader(encodeStream(4, valid)), Config{}); err != nil {
 		t.Fatalf("valid minimal snapshot: %v", err)
 	}
-	if _, err := ReadSnapshot(bytes.NewReader(encodeV2(5, minimal(2, v2Rec{name: "zz", acl: 1, list: aliceA}))), Config{}); err != nil {
+	if _, err := ReadSnapshot(bytes.NewReader(encodeStream(5, minimal(2, streamRec{name: "zz", acl: 1, list: aliceA}))), Config{}); err != nil {
 		t.Fatalf("valid snapshot with a second ACL: %v", err)
 	}
 	swapped := minimal(1)
@@ -440,31 +311,31 @@ func TestSnapshotV2StructuralChecks(t *testing.T) {
 	tests := []struct {
 		name  string
 		count uint64
-		nodes []v2Rec
+		nodes []streamRec
 	}{
 		{"count too high", 5, valid},
 		{"count too low", 3, valid},
 		{"children missing", 5, minimal(2)},
-		{"extra node after the tree", 5, append(minimal(1), v2Rec{name: "x"})},
-		{"named root", 4, append([]v2Rec{{name: "r", kids: 1, list: open}}, valid[1:]...)},
+		{"extra node after the tree", 5, append(minimal(1), streamRec{name: "x"})},
+		{"named root", 4, append([]streamRec{{name: "r", kids: 1, list: open}}, valid[1:]...)},
 		{"out of order", 4, swapped},
-		{"duplicate", 5, []v2Rec{valid[0], {name: "zookeeper", kids: 3}, {name: "config"}, {name: "quota"}, {name: "quota"}}},
-		{"invalid name", 5, minimal(2, v2Rec{name: "."})},
-		{"name with slash", 5, minimal(2, v2Rec{name: "zz/a"})},
-		{"empty name", 5, minimal(2, v2Rec{name: ""})},
-		{"child of ephemeral", 6, minimal(2, v2Rec{name: "zz", kids: 1, kind: kindEphemeral, owner: 5}, v2Rec{name: "c"})},
-		{"acl index", 5, minimal(2, v2Rec{name: "zz", acl: 2})},
-		{"empty acl list", 5, minimal(2, v2Rec{name: "zz", acl: 1, list: []jute.ACL{}})},
-		{"persistent with owner", 5, minimal(2, v2Rec{name: "zz", owner: 5})},
-		{"ephemeral without owner", 5, minimal(2, v2Rec{name: "zz", kind: kindEphemeral})},
-		{"unknown kind", 5, minimal(2, v2Rec{name: "zz", kind: numKinds})},
-		{"missing system node", 3, []v2Rec{valid[0], {name: "zookeeper", kids: 1}, {name: "config"}}},
-		{"ephemeral system node", 4, []v2Rec{valid[0], valid[1], {name: "config", kind: kindEphemeral, owner: 1}, valid[3]}},
-		{"ephemeral root", 1, []v2Rec{{name: "", kind: kindEphemeral, owner: 1, list: open}}},
+		{"duplicate", 5, []streamRec{valid[0], {name: "zookeeper", kids: 3}, {name: "config"}, {name: "quota"}, {name: "quota"}}},
+		{"invalid name", 5, minimal(2, streamRec{name: "."})},
+		{"name with slash", 5, minimal(2, streamRec{name: "zz/a"})},
+		{"empty name", 5, minimal(2, streamRec{name: ""})},
+		{"child of ephemeral", 6, minimal(2, streamRec{name: "zz", kids: 1, kind: kindEphemeral, owner: 5}, streamRec{name: "c"})},
+		{"acl index", 5, minimal(2, streamRec{name: "zz", acl: 2})},
+		{"empty acl list", 5, minimal(2, streamRec{name: "zz", acl: 1, list: []jute.ACL{}})},
+		{"persistent with owner", 5, minimal(2, streamRec{name: "zz", owner: 5})},
+		{"ephemeral without owner", 5, minimal(2, streamRec{name: "zz", kind: kindEphemeral})},
+		{"unknown kind", 5, minimal(2, streamRec{name: "zz", kind: numKinds})},
+		{"missing system node", 3, []streamRec{valid[0], {name: "zookeeper", kids: 1}, {name: "config"}}},
+		{"ephemeral system node", 4, []streamRec{valid[0], valid[1], {name: "config", kind: kindEphemeral, owner: 1}, valid[3]}},
+		{"ephemeral root", 1, []streamRec{{name: "", kind: kindEphemeral, owner: 1, list: open}}},
 		{"empty", 0, nil},
 	}
 	for _, tt := range tests {
-		if _, err := ReadSnapshot(bytes.NewReader(encodeV2(tt.count, tt.nodes)), Config{}); !errors.Is(err, ErrBadSnapshot) {
+		if _, err := ReadSnapshot(bytes.NewReader(encodeStream(tt.count, tt.nodes)), Config{}); !errors.Is(err, ErrBadSnapshot) {
 			t.Errorf("%s: err %v", tt.name, err)
 		}
 	}
@@ -495,7 +366,6 @@ func FuzzReadSnapshot(f *testing.F) {
 	f.Add(snapshotBytes(f, New(Config{})))
 	f.Add(valid[:len(valid)/2])
 	f.Add([]byte("zkdtree\x00\x00\x00\x00\x01\xff\xff\xff\xff"))
-	f.Add(encodeV1([][]jute.ACL{open}, []v1Rec{{path: "/"}, {path: "/zookeeper"}, {path: "/zookeeper/config"}, {path: "/zookeeper/quota"}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := ReadSnapshot(bytes.NewReader(b), Config{})
 		if err != nil {

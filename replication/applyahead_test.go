@@ -3,6 +3,7 @@ package replication
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"testing"
@@ -141,35 +142,14 @@ func TestSnapshotRecordsEarlyApplies(t *testing.T) {
 	}
 }
 
-// TestRestoreVersion1Snapshot reads a stream without the applied index: it
-// restores the state, and early applies wait for raft's next apply.
-func TestRestoreVersion1Snapshot(t *testing.T) {
-	store, f := appliedTo(t, 5)
-	g, err := restoreFrom(asVersion1(persistSnapshot(t, f)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fsmState(t, g) != fsmState(t, f) {
-		t.Fatal("version 1 stream restored a different state")
-	}
-	g.applyAhead(8, 1, store)
-	if g.last != 0 {
-		t.Fatalf("applied ahead to %d from an unknown position", g.last)
-	}
-	applyRaft(t, g, store, 6, 6)
-	g.applyAhead(8, 1, store)
-	applyRaft(t, f, store, 6, 8)
-	if g.last != 8 || fsmState(t, g) != fsmState(t, f) {
-		t.Fatalf("after raft's apply: last applied %d, want 8, or the state differs", g.last)
-	}
-}
-
 func TestRestoreRejectsUnknownSnapshotVersion(t *testing.T) {
 	f := newTestFSM()
 	stream := persistSnapshot(t, f)
-	binary.BigEndian.PutUint32(stream[8:], 3)
-	if _, err := restoreFrom(stream); err == nil {
-		t.Fatal("a version 3 stream was restored")
+	for _, v := range []uint32{1, 3} {
+		binary.BigEndian.PutUint32(stream[8:], v)
+		if _, err := restoreFrom(stream); !errors.Is(err, txnlog.ErrBadSnapshot) {
+			t.Fatalf("a version %d stream: %v, want a bad snapshot error", v, err)
+		}
 	}
 	if _, err := restoreFrom(stream[:15]); err == nil {
 		t.Fatal("a cut header was restored")
@@ -180,14 +160,6 @@ func TestRestoreRejectsUnknownSnapshotVersion(t *testing.T) {
 func restoreFrom(stream []byte) (*fsm, error) {
 	f := newTestFSM()
 	return f, f.Restore(io.NopCloser(bytes.NewReader(stream)))
-}
-
-// asVersion1 rewrites a version 2 stream as version 1: the same without the
-// applied index.
-func asVersion1(v2 []byte) []byte {
-	v1 := append(bytes.Clone(v2[:20]), v2[28:]...)
-	binary.BigEndian.PutUint32(v1[8:], snapshotVersionV1)
-	return v1
 }
 
 func persistSnapshot(t testing.TB, f *fsm) []byte {
@@ -216,8 +188,7 @@ func FuzzRestoreSnapshot(f *testing.F) {
 	src.Apply(&raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: en.Encode(nil)})
 	v2 := persistSnapshot(f, src)
 	f.Add(v2)
-	f.Add(asVersion1(v2))
-	f.Add(v2[:snapshotHeaderSize])
+	f.Add(v2[:txnlog.SnapshotHeaderSize])
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		restoreFrom(stream)
 	})

@@ -171,6 +171,9 @@ type Node struct {
 	stop       chan struct{}
 	wg         sync.WaitGroup
 	closeOnce  sync.Once
+
+	// bootstrapped is set when Open found no raft state and created it.
+	bootstrapped bool
 }
 
 // future is what the collector waits on: a raft apply or a forwarded batch.
@@ -300,6 +303,7 @@ func (n *Node) startRaft() error {
 		if err := raft.BootstrapCluster(rc, logs, stable, snaps, trans, boot); err != nil {
 			return fmt.Errorf("replication: bootstrap: %w", err)
 		}
+		n.bootstrapped = true
 		n.log.Info("bootstrapped a new data directory", "dir", n.cfg.DataDir)
 	}
 	r, err := raft.NewRaft(rc, n.fsm, logs, stable, snaps, trans)

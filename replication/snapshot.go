@@ -1,9 +1,7 @@
 package replication
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,31 +9,12 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/zkserverd/zkserverd/datatree"
-	"github.com/zkserverd/zkserverd/session"
+	"github.com/zkserverd/zkserverd/txnlog"
 )
 
-// FSM snapshot stream (docs/format/txnlog.md): an 8-byte magic, a version,
-// the last applied zxid, from version 2 the index of the last log entry
-// applied, the length of the session table, the session table, then the
-// tree's own stream (datatree, docs/format/snapshot.md).
-//
-// The index matters because a follower may apply entries before raft
-// delivers them (fsm.applyAhead): a snapshot raft takes at index i can hold
-// entries after i, which the FSM must not apply again when raft replays the
-// log from i+1 after restoring it. Version 1 streams, written before early
-// applies existed, hold nothing after their raft index.
-
-// snapshotMagic starts every FSM snapshot stream.
-var snapshotMagic = [8]byte{'Z', 'K', 'S', 'D', 'S', 'N', 'A', 'P'}
-
-const (
-	snapshotVersion   = 2
-	snapshotVersionV1 = 1 // no applied index
-)
-
-// snapshotHeaderSize is the size of the header before the session table;
-// a version 1 header lacks the applied index (8 bytes).
-const snapshotHeaderSize = 8 + 4 + 8 + 8 + 8
+// An FSM snapshot is txnlog's envelope (txnlog.SnapshotHead, the session
+// table) followed by the tree's own stream (datatree); txnlog.ReadSnapshot
+// reads it back.
 
 // Snapshot implements raft.FSM. It runs on the FSM goroutine between two
 // applies and only captures the state: the session table is encoded (it is
@@ -46,11 +25,11 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sinceSnapshot.Store(0)
-	var table bytes.Buffer
-	if _, err := f.sessions.Load().WriteTo(&table); err != nil {
-		return nil, fmt.Errorf("replication: snapshot sessions: %w", err)
+	head, err := txnlog.SnapshotHead(txnlog.SnapshotHeader{LastZxid: f.lastZxid.Load(), AppliedIndex: f.last}, f.sessions.Load())
+	if err != nil {
+		return nil, fmt.Errorf("replication: snapshot: %w", err)
 	}
-	s := &fsmSnapshot{head: snapshotHeader(f.lastZxid.Load(), f.last, table.Bytes())}
+	s := &fsmSnapshot{head: head}
 	tree := f.tree.Load()
 	snap, err := tree.Snapshot()
 	switch {
@@ -70,79 +49,29 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	return s, nil
 }
 
-// snapshotHeader returns the stream's header followed by the encoded
-// session table.
-func snapshotHeader(lastZxid int64, lastIndex uint64, table []byte) []byte {
-	hdr := make([]byte, snapshotHeaderSize, snapshotHeaderSize+len(table))
-	copy(hdr[:8], snapshotMagic[:])
-	binary.BigEndian.PutUint32(hdr[8:], snapshotVersion)
-	binary.BigEndian.PutUint64(hdr[12:], uint64(lastZxid))
-	binary.BigEndian.PutUint64(hdr[20:], lastIndex)
-	binary.BigEndian.PutUint64(hdr[28:], uint64(len(table)))
-	return append(hdr, table...)
-}
-
-// errBadSnapshot reports a snapshot stream that is not ours or is damaged.
-var errBadSnapshot = errors.New("replication: bad snapshot")
-
 // Restore implements raft.FSM: it loads a snapshot into new structures and
 // swaps them in.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r := bufio.NewReaderSize(rc, 1<<20)
-	lastZxid, lastIndex, tableLen, err := readSnapshotHeader(r)
+	st, err := txnlog.ReadSnapshot(rc, f.treeCfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("replication: restore: %w", err)
 	}
-	if tableLen > 1<<34 {
-		return fmt.Errorf("%w: session table length %d", errBadSnapshot, tableLen)
-	}
-	table, err := session.ReadTable(io.LimitReader(r, int64(tableLen)))
-	if err != nil {
-		return fmt.Errorf("replication: restore sessions: %w", err)
-	}
-	tree, err := datatree.ReadSnapshot(r, f.treeCfg)
-	if err != nil {
-		return fmt.Errorf("replication: restore tree: %w", err)
-	}
-	f.tree.Store(tree)
-	f.sessions.Store(table)
-	f.lastZxid.Store(lastZxid)
-	f.last = lastIndex
-	if f.observer != nil {
-		f.observer.Restored()
-	}
+	f.install(st)
 	return nil
 }
 
-// readSnapshotHeader reads a version 1 or 2 header up to the session table;
-// lastIndex is 0 (unknown) in version 1.
-func readSnapshotHeader(r io.Reader) (lastZxid int64, lastIndex, tableLen uint64, err error) {
-	var hdr [snapshotHeaderSize]byte
-	if _, err := io.ReadFull(r, hdr[:12]); err != nil {
-		return 0, 0, 0, fmt.Errorf("%w: header: %v", errBadSnapshot, err)
+// install replaces the FSM's state with st. f.mu is held.
+func (f *fsm) install(st *txnlog.SnapshotState) {
+	f.tree.Store(st.Tree)
+	f.sessions.Store(st.Sessions)
+	f.lastZxid.Store(st.LastZxid)
+	f.last = st.AppliedIndex
+	if f.observer != nil {
+		f.observer.Restored()
 	}
-	if !bytes.Equal(hdr[:8], snapshotMagic[:]) {
-		return 0, 0, 0, fmt.Errorf("%w: unknown format", errBadSnapshot)
-	}
-	rest := hdr[12:]
-	switch binary.BigEndian.Uint32(hdr[8:]) {
-	case snapshotVersion:
-	case snapshotVersionV1:
-		rest = rest[:16]
-	default:
-		return 0, 0, 0, fmt.Errorf("%w: unknown format", errBadSnapshot)
-	}
-	if _, err := io.ReadFull(r, rest); err != nil {
-		return 0, 0, 0, fmt.Errorf("%w: header: %v", errBadSnapshot, err)
-	}
-	lastZxid = int64(binary.BigEndian.Uint64(rest))
-	if len(rest) == 24 {
-		lastIndex = binary.BigEndian.Uint64(rest[8:])
-	}
-	return lastZxid, lastIndex, binary.BigEndian.Uint64(rest[len(rest)-8:]), nil
 }
 
 // fsmSnapshot is a captured FSM state: the header and session table

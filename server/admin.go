@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/txnlog"
 )
 
 // The AdminServer answers GET <admin.commandURL>/<command> with the JSON
@@ -352,9 +352,8 @@ func (s *Server) adminLastSnapshot(url.Values) (jsonObject, string) {
 
 // lastSnapshot finds the newest complete snapshot of hashicorp/raft's file
 // snapshot store in dir (directories named term-index-milliseconds holding
-// meta.json and state.bin) and reads the last zxid from the replication
-// snapshot header at the start of state.bin: the 8-byte magic "ZKSDSNAP",
-// a 4-byte version, then the zxid (big-endian).
+// meta.json and state.bin) and reads the last zxid from the FSM snapshot
+// header at the start of state.bin (txnlog.ReadSnapshotHeader).
 func lastSnapshot(dir string) (zxid int64, at time.Time, ok bool) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -385,11 +384,11 @@ func lastSnapshot(dir string) (zxid int64, at time.Time, ok bool) {
 		return 0, time.Time{}, false
 	}
 	defer f.Close()
-	var hdr [20]byte
-	if _, err := io.ReadFull(f, hdr[:]); err != nil || string(hdr[:8]) != "ZKSDSNAP" {
+	h, _, err := txnlog.ReadSnapshotHeader(f)
+	if err != nil {
 		return 0, time.Time{}, false
 	}
-	return int64(binary.BigEndian.Uint64(hdr[12:])), time.UnixMilli(int64(best[2])), true
+	return h.LastZxid, time.UnixMilli(int64(best[2])), true
 }
 
 // adminLeader names the leader of an ensemble; a standalone server and the

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,7 +19,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/session"
 	"github.com/zkserverd/zkserverd/test/ports"
+	"github.com/zkserverd/zkserverd/txnlog"
 )
 
 // opsConfig is a standalone configuration on loopback with every port
@@ -519,8 +520,11 @@ func TestLastSnapshotPicksNewest(t *testing.T) {
 		os.WriteFile(filepath.Join(d, "state.bin"), header, 0o644)
 	}
 	header := func(zxid uint64) []byte {
-		h := append([]byte("ZKSDSNAP"), 0, 0, 0, 1)
-		return binary.BigEndian.AppendUint64(h, zxid)
+		h, err := txnlog.SnapshotHead(txnlog.SnapshotHeader{LastZxid: int64(zxid)}, session.NewTable())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
 	}
 	if _, _, ok := lastSnapshot(dir); ok {
 		t.Fatal("found a snapshot in an empty directory")

@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zkserverd/zkserverd/bench"
+	"github.com/zkserverd/zkserverd/internal/bench"
 )
 
 // newRootCommand builds the command tree; nothing is global.

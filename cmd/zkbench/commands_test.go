@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/zkserverd/zkserverd/bench"
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/bench"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/servertest"
 )

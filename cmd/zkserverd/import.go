@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zkserverd/zkserverd/zkimport"
+	"github.com/zkserverd/zkserverd/internal/zkimport"
 )
 
 // importFlags are the import subcommand's flags.

@@ -4,7 +4,7 @@
 // the server with SIGKILL while sessions are still open, so the data
 // directory holds live sessions and their ephemerals.
 //
-//	go run ./zkimport/testdata/gen -out zkimport/testdata/zk38
+//	go run ./internal/zkimport/testdata/gen -out internal/zkimport/testdata/zk38
 package main
 
 import (
@@ -34,7 +34,7 @@ type goldenNode struct {
 }
 
 func main() {
-	out := flag.String("out", "zkimport/testdata/zk38", "output directory")
+	out := flag.String("out", "internal/zkimport/testdata/zk38", "output directory")
 	flag.Parse()
 	if err := run(*out); err != nil {
 		log.Fatal(err)

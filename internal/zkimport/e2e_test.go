@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -13,9 +14,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/zkimport"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/servertest"
-	"github.com/zkserverd/zkserverd/zkimport"
 )
 
 // goldenNode is one znode as a real ZooKeeper 3.8 reported it to a client
@@ -157,6 +158,12 @@ func TestImportZooKeeper38EndToEnd(t *testing.T) {
 	}
 	if !bytes.Contains(progress.Bytes(), []byte("writing the zkserverd snapshot")) {
 		t.Errorf("no progress reported:\n%s", progress.String())
+	}
+
+	// The log store is raft-boltdb (logStore=boltdb), as the importer has
+	// always written it.
+	if _, err := os.Stat(filepath.Join(to, "version-2", "raft", "raft.db")); err != nil {
+		t.Errorf("no raft-boltdb log store: %v", err)
 	}
 
 	t.Logf("summary: %+v\n%s", *sum, progress.String())

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
@@ -238,5 +239,20 @@ func TestKindOf(t *testing.T) {
 		if got := kindOf(tc.owner); got != tc.want {
 			t.Errorf("kindOf(%#x) = %d, want %d", uint64(tc.owner), got, tc.want)
 		}
+	}
+}
+
+// TestInvalidTreeIsNotWritten: a node set the server would refuse (here an
+// orphan) fails the import and leaves the target as it was.
+func TestInvalidTreeIsNotWritten(t *testing.T) {
+	d := emptyZooKeeperDB()
+	d.put(&Node{Path: "/x/y", Data: []byte("orphan"), ACL: jute.OpenACLUnsafe})
+	nodes, _ := finalNodes(d)
+	to := t.TempDir()
+	if _, err := writeTarget(to, to, 5, nodes, nil); !errors.Is(err, datatree.ErrBadSnapshot) {
+		t.Fatalf("writeTarget: %v, want an error wrapping datatree.ErrBadSnapshot", err)
+	}
+	if entries, err := os.ReadDir(to); err != nil || len(entries) != 0 {
+		t.Errorf("target holds %v (%v) after a failed import", entries, err)
 	}
 }

@@ -11,9 +11,11 @@
 // aversion); sessions do not survive a migration, so their ephemeral nodes
 // are dropped.
 //
-// The output is a fresh zkserverd data directory: a raft file snapshot
-// holding the FSM state (the tree in datatree's snapshot format, an empty
-// session table and the imported last zxid) plus a raft-boltdb store with the
-// current term, so that a standalone zkserverd (raft ID "1") restores it on
-// start as its only voter.
+// The output is a fresh zkserverd data directory written by the server's
+// own code: the nodes are loaded into a datatree.Tree (datatree.Loader) and
+// replication.Seed makes it the state of a new standalone server, so the
+// FSM snapshot envelope (txnlog), the tree stream (datatree), the snapshot
+// store and the raft-boltdb log store are written exactly as a running
+// server writes them. An empty session table and the imported last zxid go
+// with the tree.
 package zkimport

@@ -1,0 +1,91 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/session"
+	"github.com/zkserverd/zkserverd/txnlog"
+)
+
+// seedTimeout bounds Seed's wait for its standalone node to lead.
+const seedTimeout = time.Minute
+
+// ErrNotFresh is returned by Seed for directories that hold raft state.
+var ErrNotFresh = errors.New("replication: the data directory already holds raft state")
+
+// Seed creates the data directories of cfg (a standalone server's, holding
+// no raft state) with tree as their state, lastZxid as the last zxid and no
+// sessions: it opens a node on them, which bootstraps them as a new server
+// does, makes tree its FSM state and has raft take a snapshot, written by
+// the FSM and the snapshot store as every snapshot is; the snapshot is then
+// read back. The directories open afterwards as any server's. Seed returns
+// the snapshot's size in bytes; the tree is the node's from the call on.
+func Seed(cfg Config, tree *datatree.Tree, lastZxid int64) (int64, error) {
+	if len(cfg.Peers) > 0 || cfg.Join || cfg.InMemory {
+		return 0, errors.New("replication: seed needs a standalone server's data directories")
+	}
+	cfg.SnapshotThreshold = 0
+	faults := make(chan error, 1)
+	cfg.Fatal = func(err error) {
+		select {
+		case faults <- err:
+		default:
+		}
+	}
+	n, err := Open(cfg)
+	if err != nil {
+		return 0, err
+	}
+	size, err := n.seed(tree, lastZxid)
+	if cerr := n.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("replication: seed: close: %w", cerr)
+	}
+	select {
+	case fault := <-faults:
+		return 0, fmt.Errorf("replication: seed: %w", fault)
+	default:
+	}
+	return size, err
+}
+
+// seed installs the state and snapshots it.
+func (n *Node) seed(tree *datatree.Tree, lastZxid int64) (int64, error) {
+	if !n.bootstrapped {
+		return 0, ErrNotFresh
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), seedTimeout)
+	defer cancel()
+	if err := n.WaitReady(ctx); err != nil {
+		return 0, err
+	}
+	nodes := tree.NodeCount()
+	n.fsm.mu.Lock()
+	n.fsm.install(&txnlog.SnapshotState{
+		SnapshotHeader: txnlog.SnapshotHeader{LastZxid: lastZxid, AppliedIndex: n.fsm.last},
+		Sessions:       session.NewTable(),
+		Tree:           tree,
+	})
+	n.fsm.mu.Unlock()
+	snap := n.raft.Snapshot()
+	if err := snap.Error(); err != nil {
+		return 0, fmt.Errorf("replication: seed: snapshot: %w", err)
+	}
+	meta, rc, err := snap.Open()
+	if err != nil {
+		return 0, fmt.Errorf("replication: seed: open the snapshot: %w", err)
+	}
+	defer rc.Close()
+	st, err := txnlog.ReadSnapshot(rc, n.cfg.Tree)
+	if err != nil {
+		return 0, fmt.Errorf("replication: seed: read the snapshot back: %w", err)
+	}
+	if st.LastZxid != lastZxid || st.Tree.NodeCount() != nodes {
+		return 0, fmt.Errorf("replication: seed: the snapshot holds %d nodes at zxid %#x, want %d at %#x",
+			st.Tree.NodeCount(), st.LastZxid, nodes, lastZxid)
+	}
+	return meta.Size, nil
+}
