@@ -9,11 +9,11 @@
 // On a virtual machine each of those wake-ups is an interrupt to a halted
 // virtual CPU. With one P the hand-offs stay on one thread. Measured on a
 // 2-vCPU virtual machine against the same server on two Ps
-// (docs/performance.md): with one session writing, one write in flight,
-// 25% less CPU and 15% less time per write; with 8 sessions connecting and
-// closing in a loop, 36% less CPU per cycle and 30-45% more cycles. With
-// many requests in flight the second P is worth it: 512 reads in flight
-// were served 10-17% faster on two.
+// (docs/perf/journal.md, 2026-11-24): with one session writing, one
+// write in flight, 25% less CPU and 15% less time per write; with 8
+// sessions connecting and closing in a loop, 36% less CPU per cycle and
+// 30-45% more cycles. With many requests in flight the second P is worth
+// it: 512 reads in flight were served 10-17% faster on two.
 //
 // Every Window a Tuner reads the time requests have spent in the server
 // (Options.RequestTime) and the process's CPU time. The first, divided by
