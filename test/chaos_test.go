@@ -162,7 +162,7 @@ func runChaos(t *testing.T, members int, seed uint64, duration time.Duration) {
 	e, links := proxiedEnsemble(t, members, func(c *conf.Config) { c.MaxSessionTimeout = 20_000 })
 	start := time.Now()
 	r := &chaosRun{t: t, e: e, links: links, rng: rand.New(rand.NewPCG(seed, 0x5eed)), start: start,
-		reg: &history{start: start}, ctr: &history{start: start},
+		reg: newHistory(), ctr: newHistory(),
 		broken: map[int]bool{}, acked: map[string]int{}, unknown: map[string]int{}, problems: map[string][]string{}}
 	admin := r.setup()
 	stop := r.startWorkloads(seed)
@@ -452,9 +452,7 @@ func (r *chaosRun) check(admin *chaosClient) {
 	r.checkSessions(admin)
 	r.checkProgress()
 	r.mu.Lock()
-	for _, bad := range checkHolds(r.holds, r.expiryTimes()) {
-		r.problems["lock exclusion"] = append(r.problems["lock exclusion"], bad)
-	}
+	r.problems["lock exclusion"] = append(r.problems["lock exclusion"], checkHolds(r.holds, r.expiryTimes())...)
 	r.mu.Unlock()
 	notes := r.annotations()
 	if why := checkLinearizable(r.t.Name()+"-register", registerModel, r.reg.closed(), notes); why != "" {

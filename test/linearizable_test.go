@@ -103,18 +103,13 @@ var counterModel = porcupine.Model{
 }
 
 // history records operations of concurrent clients with timestamps from
-// one monotonic clock. mu guards ops.
+// one monotonic clock (the caller's). mu guards ops.
 type history struct {
-	start time.Time
-
 	mu  sync.Mutex
 	ops []porcupine.Operation
 }
 
-func newHistory() *history { return &history{start: time.Now()} }
-
-// now is the history's clock: nanoseconds since it started.
-func (h *history) now() int64 { return int64(time.Since(h.start)) }
+func newHistory() *history { return &history{} }
 
 // add records an operation; ret < 0 marks an unknown outcome (open end).
 func (h *history) add(client int, in, out interface{}, call, ret int64) {
