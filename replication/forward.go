@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -66,7 +67,10 @@ func (f *fwdFuture) Error() error {
 }
 
 // forwarder is a follower's connection to the leader. mu guards conn,
-// connLeader, seq and pending.
+// connFor, seq and pending. live mirrors conn and connFor for
+// leaderChanged, which must not wait for mu: a call holds mu while it
+// writes, and a write to a leader that stopped reading blocks until
+// ForwardTimeout.
 type forwarder struct {
 	n       *Node
 	mu      sync.Mutex
@@ -74,6 +78,13 @@ type forwarder struct {
 	connFor raft.ServerID
 	seq     int64
 	pending []pendingCall // in request order
+	live    atomic.Pointer[leaderConn]
+}
+
+// leaderConn is a forwarding connection and the leader it goes to.
+type leaderConn struct {
+	conn   net.Conn
+	leader raft.ServerID
 }
 
 type pendingCall struct {
@@ -132,6 +143,7 @@ func (f *forwarder) ensureConnLocked() error {
 		return fmt.Errorf("replication: dial leader %s at %s: %w", leader, addr, err)
 	}
 	f.conn, f.connFor = c, leader
+	f.live.Store(&leaderConn{conn: c, leader: leader})
 	f.n.link.connected()
 	go f.readLoop(c)
 	return nil
@@ -142,11 +154,36 @@ func (f *forwarder) resetLocked(err error) {
 	if f.conn != nil {
 		f.conn.Close()
 		f.conn = nil
+		f.live.Store(nil)
 	}
 	for _, p := range f.pending {
 		p.ch <- fwdResult{err: err}
 	}
 	f.pending = nil
+}
+
+// leaderChanged drops the connection when it goes to a member that no
+// longer leads (raft observed another leader, none, or this member), and
+// fails the calls waiting on it. Otherwise they would wait until the next
+// call noticed the change (ensureConnLocked), and a paused old leader keeps
+// the connection open without answering: the collector waits for each
+// forwarded entry in order, so this member's writes stopped behind them,
+// and on a member that had become the leader itself (which forwards
+// nothing more) so did the whole ensemble's, until the old leader woke up.
+func (f *forwarder) leaderChanged() {
+	l := f.live.Load()
+	if l == nil {
+		return
+	}
+	if _, leader := f.n.raft.LeaderWithID(); leader == l.leader {
+		return
+	}
+	l.conn.Close() // ends a call's write to it at once
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conn == l.conn {
+		f.resetLocked(fmt.Errorf("replication: %s no longer leads", l.leader))
+	}
 }
 
 // readLoop delivers the responses of one connection in order. A committed

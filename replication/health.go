@@ -26,7 +26,8 @@ type peerHealth struct {
 	leaderSince time.Time
 }
 
-// watchHealth registers a raft observer feeding h until stop closes.
+// watchHealth registers a raft observer feeding n.health, and telling the
+// forwarder of leader changes, until stop closes.
 func (n *Node) watchHealth() {
 	ch := make(chan raft.Observation, 64)
 	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
@@ -47,6 +48,9 @@ func (n *Node) watchHealth() {
 				return
 			case o := <-ch:
 				n.health.observe(o, n.raft.State() == raft.Leader)
+				if _, ok := o.Data.(raft.LeaderObservation); ok {
+					n.fwd.leaderChanged()
+				}
 			}
 		}
 	}()
