@@ -1,5 +1,7 @@
 # zkserverd developer targets.
 #
+#   make test              the whole test suite under the race detector (go test -race ./...)
+#   make lint              go vet, gofmt and staticcheck
 #   make compat            stock clients (zkCli, Java API, Curator, C cli_mt, kazoo,
 #                          go-zookeeper) against zkserverd; ends with "N passed, M failed"
 #   make compat-diff       the same scenarios against Apache ZooKeeper 3.8 (Debian jars)
@@ -27,7 +29,18 @@ COMPAT_RUNNER ?= $(or $(TMPDIR),/tmp)/zkserverd-compat-runner
 CHAOS_SEEDS ?= 10
 CHAOS_DURATION ?= 60s
 
-.PHONY: compat compat-diff compat-zookeeper compat-unit compat-runner chaos fuzz
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: test lint compat compat-diff compat-zookeeper compat-unit compat-runner chaos fuzz
+
+test:
+	$(GO) test -race -timeout 30m ./...
+
+lint:
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+	$(GO) run $(STATICCHECK) ./...
 
 compat-runner:
 	@$(GO) build -o $(COMPAT_RUNNER) ./test/compat/runner
