@@ -19,6 +19,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/replication"
 	"github.com/zkserverd/zkserverd/session"
 	"github.com/zkserverd/zkserverd/test/ports"
 	"github.com/zkserverd/zkserverd/txnlog"
@@ -494,7 +495,7 @@ func TestAdminLastSnapshot(t *testing.T) {
 		}
 	}
 	zxid := s.node.LastZxid()
-	if err := s.node.Snapshot(); err != nil {
+	if err := s.node.(*replication.Node).Snapshot(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	got := decodeJSON(t, "lsnp", adminGet(t, s, "lsnp"))

@@ -55,7 +55,7 @@ type Options struct {
 type Server struct {
 	cfg     conf.Config
 	log     *slog.Logger
-	node    *replication.Node
+	node    Replica // the replicated state (replica.go)
 	tracker *session.Tracker
 	idGen   *session.IDGenerator
 	auth    *acl.Registry
