@@ -14,10 +14,9 @@ import (
 	"github.com/zkserverd/zkserverd/jute"
 )
 
-// panickyHandler is a log handler that panics on chosen records, standing
-// in for a bug in code a client's request reaches: it panics on the
-// reader's "undecodable request" line and on the completer's audit line of
-// a write to /boom. Everything else is dropped.
+// panickyHandler is a log handler that panics on the reader's
+// "undecodable request" line, standing in for a bug in code a client's
+// request reaches. Everything else is dropped.
 type panickyHandler struct{}
 
 func (panickyHandler) Enabled(context.Context, slog.Level) bool { return true }
@@ -28,13 +27,17 @@ func (panickyHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "undecodable request" {
 		panic("injected reader panic")
 	}
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "znode" && a.Value.String() == "/boom" {
-			panic("injected completer panic")
-		}
-		return true
-	})
 	return nil
+}
+
+// panickyAudit is an Operator whose audit log panics on a write to /boom,
+// which the completer hands it.
+type panickyAudit struct{ noOperator }
+
+func (panickyAudit) Audit(r AuditRecord) {
+	if req, ok := r.Request.(*jute.CreateRequest); ok && req.Path == "/boom" {
+		panic("injected completer panic")
+	}
 }
 
 // rawSession opens a connection with a new session, or resumes sid with
@@ -75,22 +78,13 @@ func expectClosedWithoutReply(t *testing.T, c net.Conn, br *bufio.Reader) {
 	}
 }
 
-func mntrValue(s *Server, key string) string {
-	for _, kv := range s.monitorValues() {
-		if kv.key == key {
-			return kv.value
-		}
-	}
-	return ""
-}
-
 // TestPanicIsContainedToItsConnection: a panic on a connection's reader
 // and on its completer each close that connection only; they are counted
-// in mntr, the session survives, and another client is served throughout.
+// (mntr's zk_connection_panics), the session survives, and another client is served throughout.
 func TestPanicIsContainedToItsConnection(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.AuditEnable = true
-	s := startOpsServer(t, Options{Config: cfg, InMemory: true, Logger: slog.New(panickyHandler{})})
+	s := startOpsServer(t, Options{Config: cfg, InMemory: true, Logger: slog.New(panickyHandler{}), Operator: panickyAudit{}})
 	good := opsClient(t, s)
 	if _, err := good.Create("/ok", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
@@ -122,8 +116,8 @@ func TestPanicIsContainedToItsConnection(t *testing.T) {
 		}
 		rawSession(t, s, resp.SessionID, resp.Passwd) // fails the test if the session is gone
 	}
-	if got := mntrValue(s, "connection_panics"); got != "2" {
-		t.Fatalf("mntr zk_connection_panics = %q, want 2", got)
+	if got := s.Stats().ConnectionPanics; got != 2 {
+		t.Fatalf("Stats().ConnectionPanics = %d, want 2", got)
 	}
 	// The other client's pings come and go; the panicked requests must not
 	// stay counted.

@@ -1,7 +1,10 @@
 // Package server is zkserverd's client front: the listener, the connect
 // handshake, the per-connection pipeline that keeps each session's requests
 // in order, request dispatch (reads from the local tree, writes through
-// replication), watch and reply delivery, and the four-letter words.
+// replication, through the Replica interface declared here), watch and
+// reply delivery, and the detection of four-letter words. The operator
+// surfaces (their replies, AdminServer, /metrics, audit log) are package
+// server/ops, plugged in as an Operator (operator.go).
 //
 // Each connection has three goroutines:
 //

@@ -215,7 +215,3 @@ func (s *Server) markServing() {
 	s.serving.Store(true)
 	s.log.Info("serving clients", "mode", s.node.Role(), "zxid", hexID(s.node.LastZxid()))
 }
-
-// notServing is what most four-letter words answer while the server has no
-// quorum or has not caught up.
-const notServing = "This ZooKeeper instance is not currently serving requests\n"

@@ -23,8 +23,8 @@ import (
 // decision is replicated and a node that changed meanwhile is kept. The
 // same loop logs the quota warnings the tree counted since the last check.
 
-// reapNode is what the reaper needs from the replicated state;
-// *replication.Node implements it.
+// reapNode is what the reaper needs from the replicated state, the part of
+// Replica it uses (its tests give it a fake).
 type reapNode interface {
 	Clustered() bool
 	IsLeader() bool
@@ -32,7 +32,7 @@ type reapNode interface {
 	Submit(t *txnlog.Txn) <-chan replication.Outcome
 }
 
-var _ reapNode = (*replication.Node)(nil)
+var _ reapNode = Replica(nil)
 
 // reaper runs on one goroutine; its fields need no lock.
 type reaper struct {

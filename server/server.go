@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/zkserverd/zkserverd/acl"
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/datatree"
@@ -44,24 +42,22 @@ type Options struct {
 	Clock session.Clock
 	// ReaperClock drives the container/TTL reaper (nil: the real clock).
 	ReaperClock session.Clock
-	// Registerer receives the server's Prometheus metrics and Gatherer is
-	// what /metrics serves (nil: a registry of the server's own; see
-	// metrics.go).
-	Registerer prometheus.Registerer
-	Gatherer   prometheus.Gatherer
+	// Operator provides the four-letter words' replies, the AdminServer,
+	// /metrics and the audit log (package server/ops; nil: none, see
+	// operator.go).
+	Operator Operator
 }
 
 // Server is a standalone zkserverd member serving clients.
 type Server struct {
 	cfg     conf.Config
 	log     *slog.Logger
-	node    *replication.Node
+	node    Replica // the replicated state (replica.go)
 	tracker *session.Tracker
 	idGen   *session.IDGenerator
 	auth    *acl.Registry
 	watches *watch.Registry
 	stats   *serverStats
-	audit   *slog.Logger // audit.enable lines (audit.go)
 	touches toucher
 	serving atomic.Bool
 	ro      readOnlyMode // readonlymode.enabled without a quorum (readonly.go)
@@ -83,7 +79,7 @@ type Server struct {
 	dataDir  string
 	logDir   string
 	serverID int64
-	ops      *operations // metrics registry, /metrics and AdminServer (metrics.go, admin.go)
+	operator Operator // operator surfaces (operator.go)
 
 	reaperClock session.Clock // Options.ReaperClock (reaper.go)
 
@@ -122,12 +118,14 @@ func New(opts Options) (*Server, error) {
 		watches:   watch.NewRegistry(),
 		stats:     newServerStats(),
 		flusher:   newFlusher(),
-		audit:     newAuditLogger(logger),
-		ops:       newOperations(opts.Registerer, opts.Gatherer),
+		operator:  opts.Operator,
 		serverID:  max(cfg.MyID, 1),
 		conns:     make(map[*conn]struct{}),
 		bySession: make(map[int64]*conn),
 		perIP:     make(map[string]int),
+	}
+	if s.operator == nil {
+		s.operator = noOperator{}
 	}
 	s.workers = newWorkers(s.taskPanicked)
 	s.reaperClock = opts.ReaperClock // container/TTL reaper (reaper.go)
@@ -217,8 +215,8 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.ln = ln
 	s.started = time.Now()
-	// Operator surfaces: metrics registry, /metrics, AdminServer (metrics.go).
-	if err := s.startOperations(); err != nil {
+	// Operator surfaces: metrics registry, /metrics, AdminServer (operator.go).
+	if err := s.operator.Start(s); err != nil {
 		return err
 	}
 	s.goAndTrack(func() { s.tracker.Run(s.ctx) })
@@ -380,7 +378,7 @@ func (s *Server) expireSessions(ids []int64) {
 // shuts the replicated state down. Sessions stay in the table and resume
 // after a restart.
 func (s *Server) Close() error {
-	s.stopOperations() // AdminServer and /metrics first (metrics.go)
+	s.operator.Stop() // AdminServer and /metrics first (operator.go)
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()

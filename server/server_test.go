@@ -2,22 +2,12 @@ package server
 
 import (
 	"encoding/binary"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/zkserverd/zkserverd/jute"
 )
-
-func TestJavaDouble(t *testing.T) {
-	cases := []struct {
-		in   float64
-		want string
-	}{{0, "0.0"}, {3.5, "3.5"}, {3, "3.0"}, {3.54549, "3.5455"}, {0.16666, "0.1667"}, {12345.6, "12345.6"}}
-	for _, c := range cases {
-		if got := javaDouble(c.in); got != c.want {
-			t.Errorf("javaDouble(%v) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
 
 func TestFourLetterWordDetection(t *testing.T) {
 	for _, w := range []string{"ruok", "srvr", "mntr", "stmk", "wchp"} {
@@ -71,5 +61,25 @@ func TestReplyFrameBodyOnlyOnSuccess(t *testing.T) {
 	bad := replyFrame(3, 9, jute.NoNode, &jute.PathRequest{Path: "/x"})
 	if len(bad) != 4+16 {
 		t.Fatalf("error frame is %d bytes, want the 16-byte header only", len(bad))
+	}
+}
+
+// TestMillis: configured milliseconds become a Duration, and a value
+// too large for one saturates instead of turning negative (which the log
+// would read as "use the default").
+func TestMillis(t *testing.T) {
+	for _, tc := range []struct {
+		ms   int64
+		want time.Duration
+	}{
+		{0, 0},
+		{1000, time.Second},
+		{-5, -5 * time.Millisecond},
+		{math.MaxInt64 / int64(time.Millisecond), time.Duration(math.MaxInt64/int64(time.Millisecond)) * time.Millisecond},
+		{math.MaxInt64, math.MaxInt64},
+	} {
+		if got := millis(tc.ms); got != tc.want {
+			t.Errorf("millis(%d) = %v, want %v", tc.ms, got, tc.want)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"math"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,33 +33,28 @@ func (l *latencyStats) add(d time.Duration) {
 	l.mu.Unlock()
 }
 
-// snapshot returns min, avg, max and count; min is 0 before any sample.
-func (l *latencyStats) snapshot() (min int64, avg float64, max int64, count int64) {
+// LatencyStats are request latencies in milliseconds since the last stat
+// reset; all zero before the first sample.
+type LatencyStats struct {
+	Min, Max, Sum, Count int64
+}
+
+// Avg is the mean latency (0 before the first sample).
+func (l LatencyStats) Avg() float64 {
+	if l.Count == 0 {
+		return 0
+	}
+	return float64(l.Sum) / float64(l.Count)
+}
+
+// get reads the accumulated latencies.
+func (l *latencyStats) get() LatencyStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.count == 0 {
-		return 0, 0, 0, 0
+		return LatencyStats{}
 	}
-	return l.min, float64(l.sum) / float64(l.count), l.max, l.count
-}
-
-// summaryValues renders mntr's five summary keys for name (zk_avg_<name>,
-// zk_min_<name>, zk_max_<name>, zk_cnt_<name>, zk_sum_<name>).
-func (l *latencyStats) summaryValues(name string) []keyValue {
-	l.mu.Lock()
-	min, max, sum, count := l.min, l.max, l.sum, l.count
-	l.mu.Unlock()
-	avg := 0.0
-	if count == 0 {
-		min = 0
-	} else {
-		avg = float64(sum) / float64(count)
-	}
-	i := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return []keyValue{
-		{"avg_" + name, javaDouble(avg)}, {"min_" + name, i(min)}, {"max_" + name, i(max)},
-		{"cnt_" + name, i(count)}, {"sum_" + name, i(sum)},
-	}
+	return LatencyStats{Min: l.min, Max: l.max, Sum: l.sum, Count: l.count}
 }
 
 func (l *latencyStats) reset() {
@@ -84,6 +78,43 @@ type serverStats struct {
 	maxRespSize     atomic.Int64
 	slowDisconnects atomic.Int64
 	connPanics      atomic.Int64 // panics contained to one connection (contain.go)
+}
+
+// Stats are the server-wide counters of srvr, stat and mntr, read at one
+// moment (each counter on its own: they need not be consistent).
+type Stats struct {
+	Latency          LatencyStats // every request
+	ReadLatency      LatencyStats // mntr zk_*_readlatency
+	UpdateLatency    LatencyStats // mntr zk_*_updatelatency
+	FsyncTime        LatencyStats // mntr zk_*_fsynctime: the log's fsyncs
+	PacketsReceived  int64
+	PacketsSent      int64
+	Outstanding      int64 // requests received and not yet answered
+	AuthFailed       int64
+	LastResponseSize int64
+	MinResponseSize  int64 // -1 before the first reply
+	MaxResponseSize  int64
+	SlowDisconnects  int64 // connections dropped for not reading notifications
+	ConnectionPanics int64 // panics contained to one connection (contain.go)
+}
+
+// get reads the counters.
+func (s *serverStats) get() Stats {
+	return Stats{
+		Latency:          s.latency.get(),
+		ReadLatency:      s.readLatency.get(),
+		UpdateLatency:    s.updateLatency.get(),
+		FsyncTime:        s.fsyncTime.get(),
+		PacketsReceived:  s.packetsReceived.Load(),
+		PacketsSent:      s.packetsSent.Load(),
+		Outstanding:      s.outstanding.Load(),
+		AuthFailed:       s.authFailed.Load(),
+		LastResponseSize: s.lastRespSize.Load(),
+		MinResponseSize:  s.minRespSize.Load(),
+		MaxResponseSize:  s.maxRespSize.Load(),
+		SlowDisconnects:  s.slowDisconnects.Load(),
+		ConnectionPanics: s.connPanics.Load(),
+	}
 }
 
 func newServerStats() *serverStats {

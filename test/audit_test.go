@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/ops"
 )
 
 // lockedBuffer is a goroutine-safe log sink.
@@ -45,7 +46,7 @@ func TestAuditLogOneLinePerWrite(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.AuditEnable = true
 	var logs lockedBuffer
-	srv, err := server.New(server.Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	srv, err := server.New(server.Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Operator: ops.New(ops.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/ops"
 )
 
 // ensemble is an in-process cluster of zkserverd members on loopback.
@@ -21,6 +22,7 @@ type ensemble struct {
 	t       *testing.T
 	cfgs    []conf.Config
 	servers []*server.Server
+	ops     []*ops.Surfaces // each member's operator surfaces (AdminServer)
 }
 
 // startEnsemble starts size members (ids in observers join as observers)
@@ -71,7 +73,8 @@ func (e *ensemble) launch(serving int) {
 
 func (e *ensemble) start(i int) {
 	e.t.Helper()
-	srv, err := server.New(server.Options{Config: e.cfgs[i], Logger: testLogger(e.t)})
+	o := ops.New(ops.Options{})
+	srv, err := server.New(server.Options{Config: e.cfgs[i], Logger: testLogger(e.t), Operator: o})
 	if err != nil {
 		e.t.Fatalf("member %d: %v", i+1, err)
 	}
@@ -79,7 +82,8 @@ func (e *ensemble) start(i int) {
 		srv.Close()
 		e.t.Fatalf("member %d start: %v", i+1, err)
 	}
-	e.servers[i] = srv
+	e.ops = append(e.ops, make([]*ops.Surfaces, max(0, len(e.servers)-len(e.ops)))...)
+	e.servers[i], e.ops[i] = srv, o
 }
 
 func (e *ensemble) waitServing(i int) {

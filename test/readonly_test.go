@@ -43,7 +43,7 @@ func fourLetterLine(addr, cmd, prefix string) string {
 func adminReadOnly(t *testing.T, e *ensemble, i int) bool {
 	t.Helper()
 	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + e.servers[i].AdminAddr().String() + "/commands/is_read_only")
+	resp, err := c.Get("http://" + e.ops[i].AdminAddr().String() + "/commands/is_read_only")
 	if err != nil {
 		t.Fatalf("is_read_only: %v", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/ops"
 )
 
 // End-to-end watch tests (issue "Watches"). Raw clients give the exact
@@ -654,7 +655,7 @@ func TestNotificationBeforeWriteReply(t *testing.T) {
 //     registers its watcher when the reply arrives; an earlier event would
 //     be lost and the watch never fire).
 func TestEventBeforeNewDataOnRead(t *testing.T) {
-	srv, err := server.New(server.Options{Config: wConfig(t), Logger: testLogger(t), InMemory: true})
+	srv, err := server.New(server.Options{Config: wConfig(t), Logger: testLogger(t), InMemory: true, Operator: ops.New(ops.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1476,7 +1477,7 @@ func TestSlowConsumerDisconnected(t *testing.T) {
 		t.Skip("moves ~100 MB through the server")
 	}
 	cfg := wConfig(t)
-	srv, err := server.New(server.Options{Config: cfg, Logger: testLogger(t), InMemory: true})
+	srv, err := server.New(server.Options{Config: cfg, Logger: testLogger(t), InMemory: true, Operator: ops.New(ops.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}

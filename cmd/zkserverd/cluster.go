@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/ops"
 )
 
 // clusterFlags configure the local try-out cluster. size is --members;
@@ -123,7 +124,7 @@ func runCluster(cmd *cobra.Command, f clusterFlags, stderr io.Writer) error {
 	}()
 	var addrs []string
 	for i, cfg := range clusterConfigs(f) {
-		srv, err := server.New(server.Options{Config: cfg, Logger: logger.With("member", i+1)})
+		srv, err := server.New(server.Options{Config: cfg, Logger: logger.With("member", i+1), Operator: ops.New(ops.Options{})})
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/ops"
 )
 
 // runFlags are the root command's flags.
@@ -157,7 +158,7 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 		}
 		defer stopProfiles()
 	}
-	srv, err := server.New(server.Options{Config: cfg, Logger: logger})
+	srv, err := server.New(server.Options{Config: cfg, Logger: logger, Operator: ops.New(ops.Options{})})
 	if err != nil {
 		return err
 	}

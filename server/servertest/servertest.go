@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/ops"
 )
 
 // Config returns a standalone configuration on 127.0.0.1 with a port the
@@ -27,9 +28,14 @@ func Config(dataDir string) conf.Config {
 }
 
 // Start runs a server with opts until the test ends; it fails the test if
-// the server does not start within 30 seconds.
+// the server does not start within 30 seconds. Without opts.Operator the
+// server gets the operator surfaces of package ops (four-letter words,
+// AdminServer, /metrics, audit log) with a registry of its own.
 func Start(t testing.TB, opts server.Options) *server.Server {
 	t.Helper()
+	if opts.Operator == nil {
+		opts.Operator = ops.New(ops.Options{})
+	}
 	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatalf("new server: %v", err)

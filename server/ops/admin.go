@@ -1,4 +1,4 @@
-package server
+package ops
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/zkserverd/zkserverd/conf"
-	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/txnlog"
 )
 
@@ -31,7 +31,7 @@ type adminCommand struct {
 	serverRequired bool
 	// run returns the command's fields, or an error message (which
 	// ZooKeeper prints before "command", with no other field).
-	run func(s *Server, args url.Values) (jsonObject, string)
+	run func(o *Surfaces, args url.Values) (jsonObject, string)
 }
 
 // notServingError is the error of a serverRequired command while the
@@ -42,46 +42,46 @@ const notServingError = "This ZooKeeper instance is not currently serving reques
 func adminCommands() []adminCommand {
 	need, free := true, false
 	return []adminCommand{
-		{[]string{"configuration", "conf", "config"}, need, (*Server).adminConfiguration},
-		{[]string{"connection_stat_reset", "crst"}, need, (*Server).adminConnectionStatReset},
-		{[]string{"connections", "cons"}, need, (*Server).adminConnections},
-		{[]string{"dirs"}, need, (*Server).adminDirs},
-		{[]string{"dump"}, need, (*Server).adminDump},
-		{[]string{"environment", "env", "envi"}, free, (*Server).adminEnvironment},
-		{[]string{"get_trace_mask", "gtmk"}, free, (*Server).adminGetTraceMask},
-		{[]string{"hash"}, need, (*Server).adminHash},
-		{[]string{"initial_configuration", "icfg"}, need, (*Server).adminInitialConfiguration},
-		{[]string{"is_read_only", "isro"}, need, (*Server).adminIsReadOnly},
-		{[]string{"last_snapshot", "lsnp"}, need, (*Server).adminLastSnapshot},
-		{[]string{"leader", "lead"}, need, (*Server).adminLeader},
-		{[]string{"monitor", "mntr"}, free, (*Server).adminMonitor},
-		{[]string{"observer_connection_stat_reset", "orst"}, need, (*Server).adminNothing},
-		{[]string{"observers", "obsr"}, need, (*Server).adminObservers},
-		{[]string{"ruok"}, need, (*Server).adminNothing},
-		{[]string{"server_stats", "srvr"}, need, (*Server).adminServerStats},
-		{[]string{"set_trace_mask", "stmk"}, free, (*Server).adminSetTraceMask},
-		{[]string{"stat_reset", "srst"}, need, (*Server).adminStatReset},
-		{[]string{"stats", "stat"}, need, (*Server).adminStats},
-		{[]string{"system_properties", "sysp"}, free, (*Server).adminSystemProperties},
-		{[]string{"voting_view"}, need, (*Server).adminVotingView},
-		{[]string{"watch_summary", "wchs"}, need, (*Server).adminWatchSummary},
-		{[]string{"watches", "wchc"}, need, (*Server).adminWatches},
-		{[]string{"watches_by_path", "wchp"}, need, (*Server).adminWatchesByPath},
-		{[]string{"zabstate"}, free, (*Server).adminZabState},
+		{[]string{"configuration", "conf", "config"}, need, (*Surfaces).adminConfiguration},
+		{[]string{"connection_stat_reset", "crst"}, need, (*Surfaces).adminConnectionStatReset},
+		{[]string{"connections", "cons"}, need, (*Surfaces).adminConnections},
+		{[]string{"dirs"}, need, (*Surfaces).adminDirs},
+		{[]string{"dump"}, need, (*Surfaces).adminDump},
+		{[]string{"environment", "env", "envi"}, free, (*Surfaces).adminEnvironment},
+		{[]string{"get_trace_mask", "gtmk"}, free, (*Surfaces).adminGetTraceMask},
+		{[]string{"hash"}, need, (*Surfaces).adminHash},
+		{[]string{"initial_configuration", "icfg"}, need, (*Surfaces).adminInitialConfiguration},
+		{[]string{"is_read_only", "isro"}, need, (*Surfaces).adminIsReadOnly},
+		{[]string{"last_snapshot", "lsnp"}, need, (*Surfaces).adminLastSnapshot},
+		{[]string{"leader", "lead"}, need, (*Surfaces).adminLeader},
+		{[]string{"monitor", "mntr"}, free, (*Surfaces).adminMonitor},
+		{[]string{"observer_connection_stat_reset", "orst"}, need, (*Surfaces).adminNothing},
+		{[]string{"observers", "obsr"}, need, (*Surfaces).adminObservers},
+		{[]string{"ruok"}, need, (*Surfaces).adminNothing},
+		{[]string{"server_stats", "srvr"}, need, (*Surfaces).adminServerStats},
+		{[]string{"set_trace_mask", "stmk"}, free, (*Surfaces).adminSetTraceMask},
+		{[]string{"stat_reset", "srst"}, need, (*Surfaces).adminStatReset},
+		{[]string{"stats", "stat"}, need, (*Surfaces).adminStats},
+		{[]string{"system_properties", "sysp"}, free, (*Surfaces).adminSystemProperties},
+		{[]string{"voting_view"}, need, (*Surfaces).adminVotingView},
+		{[]string{"watch_summary", "wchs"}, need, (*Surfaces).adminWatchSummary},
+		{[]string{"watches", "wchc"}, need, (*Surfaces).adminWatches},
+		{[]string{"watches_by_path", "wchp"}, need, (*Surfaces).adminWatchesByPath},
+		{[]string{"zabstate"}, free, (*Surfaces).adminZabState},
 	}
 }
 
 // adminHandler serves the AdminServer's HTTP requests. It is immutable
 // after newAdminHandler.
 type adminHandler struct {
-	s       *Server
+	o       *Surfaces
 	prefix  string // admin.commandURL, with a leading and no trailing slash
 	byName  map[string]*adminCommand
 	primary []string // primary names, sorted
 }
 
-func newAdminHandler(s *Server) *adminHandler {
-	h := &adminHandler{s: s, prefix: "/" + strings.Trim(s.cfg.AdminCommandURL, "/"), byName: make(map[string]*adminCommand)}
+func newAdminHandler(o *Surfaces) *adminHandler {
+	h := &adminHandler{o: o, prefix: "/" + strings.Trim(o.cfg.AdminCommandURL, "/"), byName: make(map[string]*adminCommand)}
 	cmds := adminCommands()
 	for i := range cmds {
 		for _, n := range cmds[i].names {
@@ -144,10 +144,10 @@ func (h *adminHandler) run(name string, args url.Values) string {
 	if cmd == nil {
 		return encodeJSON(jsonObject{{"command", name}, {"error", "Unknown command: " + name}})
 	}
-	if cmd.serverRequired && !h.s.serving.Load() && !h.s.readOnly() {
+	if cmd.serverRequired && !h.o.st.Serving() && !h.o.st.ReadOnly() {
 		return encodeJSON(jsonObject{{"command", name}, {"error", notServingError}})
 	}
-	fields, errMsg := cmd.run(h.s, args)
+	fields, errMsg := cmd.run(h.o, args)
 	if errMsg != "" {
 		return encodeJSON(jsonObject{{"error", errMsg}, {"command", cmd.names[0]}})
 	}
@@ -155,29 +155,29 @@ func (h *adminHandler) run(name string, args url.Values) string {
 }
 
 // startAdminServer serves the commands on admin.serverAddress:serverPort.
-func (s *Server) startAdminServer() error {
-	addr := net.JoinHostPort(s.cfg.AdminServerAddress, strconv.Itoa(s.cfg.AdminServerPort))
-	idle := time.Duration(s.cfg.AdminIdleTimeout) * time.Millisecond
-	ep, err := serveHTTP(addr, newAdminHandler(s), idle, s.log)
+func (o *Surfaces) startAdminServer() error {
+	addr := net.JoinHostPort(o.cfg.AdminServerAddress, strconv.Itoa(o.cfg.AdminServerPort))
+	idle := time.Duration(o.cfg.AdminIdleTimeout) * time.Millisecond
+	ep, err := serveHTTP(addr, newAdminHandler(o), idle, o.log)
 	if err != nil {
-		return fmt.Errorf("server: admin server: %w", err)
+		return fmt.Errorf("ops: admin server: %w", err)
 	}
-	s.ops.mu.Lock()
-	s.ops.adminEP = ep
-	s.ops.mu.Unlock()
-	s.log.Info("serving admin commands", "addr", ep.ln.Addr().String(), "url", s.cfg.AdminCommandURL)
+	o.mu.Lock()
+	o.adminEP = ep
+	o.mu.Unlock()
+	o.log.Info("serving admin commands", "addr", ep.ln.Addr().String(), "url", o.cfg.AdminCommandURL)
 	return nil
 }
 
 // adminNothing is a command without fields (ruok, orst: there are no
 // observer connections to reset).
-func (s *Server) adminNothing(url.Values) (jsonObject, string) { return nil, "" }
+func (o *Surfaces) adminNothing(url.Values) (jsonObject, string) { return nil, "" }
 
 // adminConfiguration renders the values of `conf` (parsed back from its
 // lines, so both always agree) under ZooKeeper's JSON names.
-func (s *Server) adminConfiguration(url.Values) (jsonObject, string) {
+func (o *Surfaces) adminConfiguration(url.Values) (jsonObject, string) {
 	var b strings.Builder
-	s.writeConf(&b)
+	o.writeConf(&b)
 	lines := make(map[string]string)
 	for _, line := range strings.Split(b.String(), "\n") {
 		if k, v, ok := strings.Cut(line, "="); ok {
@@ -202,76 +202,69 @@ func (s *Server) adminConfiguration(url.Values) (jsonObject, string) {
 	return out, ""
 }
 
-func (s *Server) adminConnectionStatReset(url.Values) (jsonObject, string) {
-	for _, c := range s.connections() {
-		c.resetStats()
-	}
+func (o *Surfaces) adminConnectionStatReset(url.Values) (jsonObject, string) {
+	o.st.ResetConnectionStats()
 	return nil, ""
 }
 
-func (s *Server) adminConnections(url.Values) (jsonObject, string) {
-	return jsonObject{{"connections", s.connectionInfo(false)}, {"secure_connections", jsonArray{}}}, ""
+func (o *Surfaces) adminConnections(url.Values) (jsonObject, string) {
+	return jsonObject{{"connections", o.connectionInfo(false)}, {"secure_connections", jsonArray{}}}, ""
 }
 
 // connectionInfo describes every client connection; brief keeps the
 // first five fields (stats), as ZooKeeper does.
-func (s *Server) connectionInfo(brief bool) jsonArray {
+func (o *Surfaces) connectionInfo(brief bool) jsonArray {
 	out := jsonArray{}
-	for _, c := range s.sortedConnections() {
-		out = append(out, c.info(brief))
+	for _, c := range o.st.Connections() {
+		out = append(out, connInfo(c, brief))
 	}
 	return out
 }
 
 // info is a connection as ZooKeeper's getConnectionInfo shows it; the
 // values are cons's.
-func (c *conn) info(brief bool) jsonObject {
-	sid := c.sessionID.Load()
+func connInfo(c server.ConnectionStats, brief bool) jsonObject {
+	sid := c.SessionID
 	interest := 0
 	if sid != 0 {
 		interest = 1
 	}
 	o := jsonObject{
-		{"remote_socket_address", c.nc.RemoteAddr().String()},
+		{"remote_socket_address", c.Remote},
 		{"interest_ops", interest},
-		{"outstanding_requests", len(c.queue)},
-		{"packets_received", c.recv.Load()},
-		{"packets_sent", c.sent.Load()},
+		{"outstanding_requests", c.Queued},
+		{"packets_received", c.Received},
+		{"packets_sent", c.Sent},
 	}
 	if brief {
 		return o
 	}
-	lop := "NA"
-	if c.everOp.Load() {
-		lop = opAbbrev[jute.OpCode(c.lastOp.Load())]
-	}
-	min, avg, max, _ := c.lat.snapshot()
 	return append(o,
 		jsonField{"session_id", sid},
-		jsonField{"last_operation", lop},
-		jsonField{"established", c.established.UnixMilli()},
-		jsonField{"session_timeout", c.timeout.Load()},
-		jsonField{"last_cxid", c.lastCxid.Load()},
-		jsonField{"last_zxid", c.lastZxid.Load()},
-		jsonField{"last_response_time", c.lastResp.Load()},
-		jsonField{"last_latency", c.lastLatency.Load()},
-		jsonField{"min_latency", min},
-		jsonField{"avg_latency", int64(avg)},
-		jsonField{"max_latency", max},
+		jsonField{"last_operation", lastOp(c)},
+		jsonField{"established", c.Established.UnixMilli()},
+		jsonField{"session_timeout", c.Timeout},
+		jsonField{"last_cxid", c.LastCxid},
+		jsonField{"last_zxid", c.LastZxid},
+		jsonField{"last_response_time", c.LastResp},
+		jsonField{"last_latency", c.LastLatency},
+		jsonField{"min_latency", c.Latency.Min},
+		jsonField{"avg_latency", int64(c.Latency.Avg())},
+		jsonField{"max_latency", c.Latency.Max},
 	)
 }
 
-func (s *Server) adminDirs(url.Values) (jsonObject, string) {
+func (o *Surfaces) adminDirs(url.Values) (jsonObject, string) {
 	return jsonObject{
-		{"datadir_size", conf.DirSize(s.snapDir())},
-		{"logdir_size", conf.DirSize(s.txnLogDir())},
+		{"datadir_size", conf.DirSize(o.snapDir())},
+		{"logdir_size", conf.DirSize(o.txnLogDir())},
 	}, ""
 }
 
 // adminDump maps expiry times (ms) to the sessions expiring then, and
 // sessions to their ephemeral nodes, as dump shows them.
-func (s *Server) adminDump(url.Values) (jsonObject, string) {
-	buckets := s.tracker.Buckets()
+func (o *Surfaces) adminDump(url.Values) (jsonObject, string) {
+	buckets := o.st.SessionExpiry()
 	times := make([]time.Time, 0, len(buckets))
 	for t := range buckets {
 		times = append(times, t)
@@ -283,9 +276,9 @@ func (s *Server) adminDump(url.Values) (jsonObject, string) {
 		slices.Sort(ids)
 		expiry = append(expiry, jsonField{strconv.FormatInt(t.UnixMilli(), 10), ids})
 	}
-	tree := s.node.Tree()
+	tree := o.st.Replica().Tree()
 	ephemerals := jsonObject{}
-	for _, info := range s.node.Sessions().All() {
+	for _, info := range o.st.Replica().Sessions().All() {
 		if paths := tree.SessionEphemerals(info.ID); len(paths) > 0 {
 			paths = slices.Clone(paths)
 			slices.Sort(paths)
@@ -295,21 +288,21 @@ func (s *Server) adminDump(url.Values) (jsonObject, string) {
 	return jsonObject{{"expiry_time_to_session_ids", expiry}, {"session_id_to_ephemeral_paths", ephemerals}}, ""
 }
 
-func (s *Server) adminEnvironment(url.Values) (jsonObject, string) {
+func (o *Surfaces) adminEnvironment(url.Values) (jsonObject, string) {
 	var out jsonObject
-	for _, kv := range s.environment() {
+	for _, kv := range o.environment() {
 		out = append(out, jsonField{kv.key, kv.value})
 	}
 	return out, ""
 }
 
-func (s *Server) adminGetTraceMask(url.Values) (jsonObject, string) {
+func (o *Surfaces) adminGetTraceMask(url.Values) (jsonObject, string) {
 	return jsonObject{{"tracemask", traceMask}}, ""
 }
 
 // adminSetTraceMask echoes the mask, as stmk does (zkserverd has no trace
 // levels to set).
-func (s *Server) adminSetTraceMask(args url.Values) (jsonObject, string) {
+func (o *Surfaces) adminSetTraceMask(args url.Values) (jsonObject, string) {
 	if !args.Has("traceMask") {
 		return nil, "setTraceMask requires long traceMask argument"
 	}
@@ -323,29 +316,29 @@ func (s *Server) adminSetTraceMask(args url.Values) (jsonObject, string) {
 
 // adminHash lists the digest log, which zkserverd does not keep (hash
 // prints nothing either).
-func (s *Server) adminHash(url.Values) (jsonObject, string) {
+func (o *Surfaces) adminHash(url.Values) (jsonObject, string) {
 	return jsonObject{{"digests", jsonArray{}}}, ""
 }
 
 // adminInitialConfiguration is null: the server is not given the text of
 // the file it was configured from.
-func (s *Server) adminInitialConfiguration(url.Values) (jsonObject, string) {
+func (o *Surfaces) adminInitialConfiguration(url.Values) (jsonObject, string) {
 	return jsonObject{{"initial_configuration", nil}}, ""
 }
 
 // adminIsReadOnly is isro's JSON: true while the read-only server runs.
-func (s *Server) adminIsReadOnly(url.Values) (jsonObject, string) {
-	return jsonObject{{"read_only", s.readOnly()}}, ""
+func (o *Surfaces) adminIsReadOnly(url.Values) (jsonObject, string) {
+	return jsonObject{{"read_only", o.st.ReadOnly()}}, ""
 }
 
 // adminLastSnapshot reports the newest snapshot: its zxid (hex, no 0x) and
 // when it was taken (seconds). Before the first snapshot, and in memory,
 // it reports zxid 0 at the start time, as a fresh ZooKeeper reports the
 // snapshot it writes on startup.
-func (s *Server) adminLastSnapshot(url.Values) (jsonObject, string) {
-	zxid, at, ok := lastSnapshot(filepath.Join(s.snapDir(), "raft", "snapshots"))
+func (o *Surfaces) adminLastSnapshot(url.Values) (jsonObject, string) {
+	zxid, at, ok := lastSnapshot(filepath.Join(o.snapDir(), "raft", "snapshots"))
 	if !ok {
-		zxid, at = 0, s.started
+		zxid, at = 0, o.st.Started()
 	}
 	return jsonObject{{"zxid", strconv.FormatUint(uint64(zxid), 16)}, {"timestamp", at.Unix()}}, ""
 }
@@ -393,24 +386,24 @@ func lastSnapshot(dir string) (zxid int64, at time.Time, ok bool) {
 
 // adminLeader names the leader of an ensemble; a standalone server and the
 // read-only server answer ZooKeeper's "server is not initialized".
-func (s *Server) adminLeader(url.Values) (jsonObject, string) {
-	if !s.node.Clustered() || s.readOnly() {
+func (o *Surfaces) adminLeader(url.Values) (jsonObject, string) {
+	if !o.st.Replica().Clustered() || o.st.ReadOnly() {
 		return nil, "server is not initialized"
 	}
-	id := s.node.Leader()
+	id := o.st.Replica().Leader()
 	leaderID, leaderIP := int64(-1), ""
-	for _, m := range s.cfg.Servers {
+	for _, m := range o.cfg.Servers {
 		if id != 0 && m.ID == id {
 			leaderID, leaderIP = id, m.Host
 		}
 	}
-	return jsonObject{{"is_leader", s.node.IsLeader()}, {"leader_id", leaderID}, {"leader_ip", leaderIP}}, ""
+	return jsonObject{{"is_leader", o.st.Replica().IsLeader()}, {"leader_id", leaderID}, {"leader_ip", leaderIP}}, ""
 }
 
 // adminMonitor is mntr's data with numbers as JSON numbers.
-func (s *Server) adminMonitor(url.Values) (jsonObject, string) {
+func (o *Surfaces) adminMonitor(url.Values) (jsonObject, string) {
 	var out jsonObject
-	for _, kv := range s.monitorValues() {
+	for _, kv := range o.monitorValues() {
 		out = append(out, jsonField{kv.key, monitorValue(kv.value)})
 	}
 	return out, ""
@@ -430,70 +423,70 @@ func monitorValue(v string) any {
 	return v
 }
 
-func (s *Server) adminObservers(url.Values) (jsonObject, string) {
+func (o *Surfaces) adminObservers(url.Values) (jsonObject, string) {
 	return jsonObject{{"synced_observers", 0}, {"observers", jsonArray{}}}, ""
 }
 
-func (s *Server) adminServerStats(url.Values) (jsonObject, string) {
-	return s.serverStatsFields(), ""
+func (o *Surfaces) adminServerStats(url.Values) (jsonObject, string) {
+	return o.serverStatsFields(), ""
 }
 
-func (s *Server) adminStats(url.Values) (jsonObject, string) {
-	return append(s.serverStatsFields(),
-		jsonField{"connections", s.connectionInfo(true)},
+func (o *Surfaces) adminStats(url.Values) (jsonObject, string) {
+	return append(o.serverStatsFields(),
+		jsonField{"connections", o.connectionInfo(true)},
 		jsonField{"secure_connections", jsonArray{}}), ""
 }
 
 // serverStatsFields are the fields of server_stats (srvr's data).
-func (s *Server) serverStatsFields() jsonObject {
-	min, avg, max, _ := s.stats.latency.snapshot()
-	resp := s.responseStats()
+func (o *Surfaces) serverStatsFields() jsonObject {
+	st := o.st.Stats()
+	resp := responseStats(st)
 	stats := jsonObject{
-		{"packets_sent", s.stats.packetsSent.Load()},
-		{"packets_received", s.stats.packetsReceived.Load()},
-		{"fsync_threshold_exceed_count", s.node.SlowLogSyncs()},
+		{"packets_sent", st.PacketsSent},
+		{"packets_received", st.PacketsReceived},
+		{"fsync_threshold_exceed_count", o.st.Replica().SlowLogSyncs()},
 		{"client_response_stats", resp},
-		{"data_dir_size", conf.DirSize(s.snapDir())},
-		{"log_dir_size", conf.DirSize(s.txnLogDir())},
+		{"data_dir_size", conf.DirSize(o.snapDir())},
+		{"log_dir_size", conf.DirSize(o.txnLogDir())},
 		{"provider_null", false},
-		{"server_state", s.mode()},
-		{"last_processed_zxid", s.node.LastZxid()},
-		{"outstanding_requests", s.stats.outstanding.Load()},
-		{"avg_latency", jsonDouble(avg)},
-		{"max_latency", max},
-		{"min_latency", min},
-		{"num_alive_client_connections", len(s.connections())},
-		{"uptime", time.Since(s.started).Milliseconds()},
-		{"auth_failed_count", s.stats.authFailed.Load()},
+		{"server_state", o.st.Mode()},
+		{"last_processed_zxid", o.st.Replica().LastZxid()},
+		{"outstanding_requests", st.Outstanding},
+		{"avg_latency", jsonDouble(st.Latency.Avg())},
+		{"max_latency", st.Latency.Max},
+		{"min_latency", st.Latency.Min},
+		{"num_alive_client_connections", len(o.st.Connections())},
+		{"uptime", time.Since(o.st.Started()).Milliseconds()},
+		{"auth_failed_count", st.AuthFailed},
 		{"non_mtlsremote_conn_count", 0},
 		{"non_mtlslocal_conn_count", 0},
 	}
 	out := jsonObject{
-		{"version", s.versionLine()},
+		{"version", o.versionLine()},
 		{"read_only", false},
 		{"server_stats", stats},
 		{"client_response", resp},
 	}
-	if s.mode() == "leader" {
+	if o.st.Mode() == "leader" {
 		out = append(out, jsonField{"proposal_stats", jsonObject{
 			{"last_buffer_size", -1}, {"min_buffer_size", -1}, {"max_buffer_size", -1},
 		}})
 	}
-	return append(out, jsonField{"node_count", s.nodeCount()})
+	return append(out, jsonField{"node_count", o.nodeCount()})
 }
 
 // responseStats are the reply sizes; all -1 before the first reply, as
 // ZooKeeper's buffer statistics start.
-func (s *Server) responseStats() jsonObject {
-	last, min, max := s.stats.lastRespSize.Load(), s.stats.minRespSize.Load(), s.stats.maxRespSize.Load()
+func responseStats(st server.Stats) jsonObject {
+	last, min, max := st.LastResponseSize, st.MinResponseSize, st.MaxResponseSize
 	if min < 0 {
 		last, max = -1, -1
 	}
 	return jsonObject{{"last_buffer_size", last}, {"min_buffer_size", min}, {"max_buffer_size", max}}
 }
 
-func (s *Server) adminStatReset(url.Values) (jsonObject, string) {
-	s.stats.reset()
+func (o *Surfaces) adminStatReset(url.Values) (jsonObject, string) {
+	o.st.ResetStats()
 	return nil, ""
 }
 
@@ -501,18 +494,18 @@ func (s *Server) adminStatReset(url.Values) (jsonObject, string) {
 // counterpart here, sorted: the runtime's (from envi) and the zoo.cfg keys
 // ZooKeeper turns into "zookeeper.*" system properties when they differ
 // from the defaults. Keys that look like secrets are left out.
-func (s *Server) adminSystemProperties(url.Values) (jsonObject, string) {
+func (o *Surfaces) adminSystemProperties(url.Values) (jsonObject, string) {
 	props := map[string]string{
 		"file.encoding": "UTF-8", "file.separator": string(filepath.Separator),
 		"line.separator": "\n", "path.separator": string(filepath.ListSeparator),
 	}
-	for _, kv := range s.environment() {
+	for _, kv := range o.environment() {
 		if strings.HasPrefix(kv.key, "java.") || strings.HasPrefix(kv.key, "user.") ||
 			(strings.HasPrefix(kv.key, "os.") && !strings.HasPrefix(kv.key, "os.memory.")) {
 			props[kv.key] = kv.value
 		}
 	}
-	for k, v := range configProperties(s.cfg) {
+	for k, v := range configProperties(o.cfg) {
 		lower := strings.ToLower(k)
 		if strings.Contains(lower, "password") || strings.Contains(lower, "digest") {
 			continue
@@ -565,17 +558,17 @@ func configProperties(cfg conf.Config) map[string]string {
 
 // adminVotingView lists the voting members of an ensemble (empty when
 // standalone).
-func (s *Server) adminVotingView(url.Values) (jsonObject, string) {
+func (o *Surfaces) adminVotingView(url.Values) (jsonObject, string) {
 	view := jsonObject{}
-	if s.node.Clustered() {
-		for _, m := range s.cfg.Servers {
+	if o.st.Replica().Clustered() {
+		for _, m := range o.cfg.Servers {
 			if m.Observer {
 				continue
 			}
 			view = append(view, jsonField{strconv.FormatInt(m.ID, 10), jsonObject{
 				{"server_addresses", jsonArray{hostPort(m.Host, m.PeerPort)}},
 				{"election_addresses", jsonArray{hostPort(m.Host, m.ElectionPort)}},
-				{"client_address", s.memberClientAddress(m)},
+				{"client_address", o.memberClientAddress(m)},
 				{"learner_type", "participant"},
 			}})
 		}
@@ -586,9 +579,9 @@ func (s *Server) adminVotingView(url.Values) (jsonObject, string) {
 // memberClientAddress is a member's client address as the voting view
 // shows it: this server's own listener, another member's client address
 // only when its server line has one.
-func (s *Server) memberClientAddress(m conf.Server) string {
-	if m.ID == s.cfg.MyID {
-		return s.clientAddress()
+func (o *Surfaces) memberClientAddress(m conf.Server) string {
+	if m.ID == o.cfg.MyID {
+		return o.clientAddress()
 	}
 	if m.ClientPort == 0 {
 		return ""
@@ -602,10 +595,10 @@ func (s *Server) memberClientAddress(m conf.Server) string {
 
 // clientAddress is the client listener's address, an unspecified IP shown
 // as 0.0.0.0 as Java does.
-func (s *Server) clientAddress() string {
-	ta, ok := s.ln.Addr().(*net.TCPAddr)
+func (o *Surfaces) clientAddress() string {
+	ta, ok := o.st.Addr().(*net.TCPAddr)
 	if !ok {
-		return s.ln.Addr().String()
+		return o.st.Addr().String()
 	}
 	if ta.IP.IsUnspecified() {
 		return hostPort("0.0.0.0", ta.Port)
@@ -615,13 +608,13 @@ func (s *Server) clientAddress() string {
 
 func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
 
-func (s *Server) adminWatchSummary(url.Values) (jsonObject, string) {
-	conns, paths, total := s.watches.Summary()
+func (o *Surfaces) adminWatchSummary(url.Values) (jsonObject, string) {
+	conns, paths, total := o.st.Watches().Summary()
 	return jsonObject{{"num_connections", conns}, {"num_paths", paths}, {"num_total_watches", total}}, ""
 }
 
-func (s *Server) adminWatches(url.Values) (jsonObject, string) {
-	byConn := s.watches.ByConnection()
+func (o *Surfaces) adminWatches(url.Values) (jsonObject, string) {
+	byConn := o.st.Watches().ByConnection()
 	ids := make([]int64, 0, len(byConn))
 	for id := range byConn {
 		ids = append(ids, id)
@@ -634,8 +627,8 @@ func (s *Server) adminWatches(url.Values) (jsonObject, string) {
 	return jsonObject{{"session_id_to_watched_paths", out}}, ""
 }
 
-func (s *Server) adminWatchesByPath(url.Values) (jsonObject, string) {
-	byPath := s.watches.ByPath()
+func (o *Surfaces) adminWatchesByPath(url.Values) (jsonObject, string) {
+	byPath := o.st.Watches().ByPath()
 	paths := make([]string, 0, len(byPath))
 	for p := range byPath {
 		paths = append(paths, p)
@@ -650,25 +643,25 @@ func (s *Server) adminWatchesByPath(url.Values) (jsonObject, string) {
 
 // adminZabState is the member's protocol phase: on a standalone server
 // only voting=false and an empty state, as ZooKeeper answers.
-func (s *Server) adminZabState(url.Values) (jsonObject, string) {
-	if !s.node.Clustered() {
+func (o *Surfaces) adminZabState(url.Values) (jsonObject, string) {
+	if !o.st.Replica().Clustered() {
 		return jsonObject{{"voting", false}, {"zabstate", ""}}, ""
 	}
-	self, _ := s.cfg.Self()
-	zxid := s.node.LastZxid()
+	self, _ := o.cfg.Self()
+	zxid := o.st.Replica().LastZxid()
 	state := "broadcast"
 	switch {
-	case s.readOnly() || s.mode() == "looking":
+	case o.st.ReadOnly() || o.st.Mode() == "looking":
 		state = "election"
-	case !s.serving.Load():
+	case !o.st.Serving():
 		state = "synchronization"
 	}
 	return jsonObject{
-		{"myid", s.cfg.MyID},
-		{"is_leader", s.node.IsLeader()},
+		{"myid", o.cfg.MyID},
+		{"is_leader", o.st.Replica().IsLeader()},
 		{"quorum_address", multipleAddresses(self.Host, self.PeerPort)},
 		{"election_address", multipleAddresses(self.Host, self.ElectionPort)},
-		{"client_address", s.clientAddress()},
+		{"client_address", o.clientAddress()},
 		{"voting", !self.Observer},
 		{"last_zxid", "0x" + strconv.FormatUint(uint64(zxid), 16)},
 		{"zab_epoch", zxid >> 32},

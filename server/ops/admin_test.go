@@ -1,4 +1,4 @@
-package server
+package ops
 
 import (
 	"context"
@@ -17,8 +17,11 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/replication"
+	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/session"
 	"github.com/zkserverd/zkserverd/test/ports"
 	"github.com/zkserverd/zkserverd/txnlog"
@@ -50,14 +53,44 @@ func (w opsTestWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// startOpsServer starts a server (in memory unless onDisk) and closes it
-// when the test ends.
-func startOpsServer(t *testing.T, opts Options) *Server {
+// testOptions configures a test server: the server's options and its
+// operator surfaces'.
+type testOptions struct {
+	Config     conf.Config
+	InMemory   bool
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+}
+
+// testServer is a server and the operator surfaces it was given.
+type testServer struct {
+	*server.Server
+	*Surfaces
+}
+
+// newTestServer builds a server with operator surfaces; it does not start
+// it.
+func newTestServer(opts testOptions) (*testServer, error) {
+	o := New(Options{Registerer: opts.Registerer, Gatherer: opts.Gatherer})
+	s, err := server.New(server.Options{Config: opts.Config, InMemory: opts.InMemory, Logger: opts.Logger, Operator: o})
+	if err != nil {
+		return nil, err
+	}
+	return &testServer{Server: s, Surfaces: o}, nil
+}
+
+// Start starts the server, which starts the surfaces.
+func (s *testServer) Start(ctx context.Context) error { return s.Server.Start(ctx) }
+
+// startOpsServer starts a server (in memory unless opts say otherwise) and
+// closes it when the test ends.
+func startOpsServer(t *testing.T, opts testOptions) *testServer {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(opsTestWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	s, err := New(opts)
+	s, err := newTestServer(opts)
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
@@ -76,7 +109,7 @@ type quietZKLogger struct{}
 func (quietZKLogger) Printf(string, ...any) {}
 
 // opsClient opens a go-zookeeper session to s.
-func opsClient(t *testing.T, s *Server) *zk.Conn {
+func opsClient(t *testing.T, s *testServer) *zk.Conn {
 	t.Helper()
 	c, events, err := zk.Connect([]string{s.Addr().String()}, 10*time.Second, zk.WithLogger(quietZKLogger{}))
 	if err != nil {
@@ -95,6 +128,12 @@ func opsClient(t *testing.T, s *Server) *zk.Conn {
 		}
 	}
 }
+
+// notServingState is a server's state as it shows while the server does
+// not serve (no quorum, not caught up).
+type notServingState struct{ State }
+
+func (notServingState) Serving() bool { return false }
 
 // httpDo sends a request and returns status, content type and body.
 func httpDo(t *testing.T, method, url string) (int, string, string) {
@@ -117,7 +156,7 @@ func httpDo(t *testing.T, method, url string) (int, string, string) {
 
 // adminGet runs one command and returns its raw body, failing unless the
 // reply is 200 application/json.
-func adminGet(t *testing.T, s *Server, command string) string {
+func adminGet(t *testing.T, s *testServer, command string) string {
 	t.Helper()
 	status, ctype, body := httpDo(t, http.MethodGet, "http://"+s.AdminAddr().String()+"/commands/"+command)
 	if status != http.StatusOK || ctype != "application/json" {
@@ -236,7 +275,7 @@ func populate(t *testing.T, c *zk.Conn) {
 // the reply captured from ZooKeeper 3.8.0: byte for byte where the reply
 // does not depend on the run, else key by key and kind by kind.
 func TestAdminCommandsMatchSamples(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
 	c := opsClient(t, s)
 	populate(t, c)
 
@@ -297,7 +336,7 @@ func TestAdminCommandsMatchSamples(t *testing.T) {
 // provider adds hundreds of metric keys), system_properties the properties
 // that exist here.
 func TestAdminMonitorAndProperties(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
 	got := decodeJSON(t, "monitor", adminGet(t, s, "monitor"))
 	want := decodeJSON(t, "sample", readSample(t, "monitor.standalone.json"))
 	var mntr []string
@@ -350,7 +389,7 @@ func TestAdminMonitorAndProperties(t *testing.T) {
 
 // TestAdminValues checks that the JSON carries the server's own values.
 func TestAdminValues(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
 	c := opsClient(t, s)
 	populate(t, c)
 	sid := json.Number(strconv.FormatInt(c.SessionID(), 10))
@@ -369,7 +408,7 @@ func TestAdminValues(t *testing.T) {
 		t.Errorf("dump ephemerals: %v", eph)
 	}
 	wchs := decodeJSON(t, "watch_summary", adminGet(t, s, "wchs"))
-	conns2, paths, total := s.watches.Summary()
+	conns2, paths, total := s.Watches().Summary()
 	if wchs["num_connections"] != json.Number(strconv.Itoa(conns2)) || wchs["num_paths"] != json.Number(strconv.Itoa(paths)) ||
 		wchs["num_total_watches"] != json.Number(strconv.Itoa(total)) || total != 2 {
 		t.Errorf("watch_summary %v, registry %d/%d/%d", wchs, conns2, paths, total)
@@ -408,7 +447,7 @@ func portOf(a net.Addr) int { return a.(*net.TCPAddr).Port }
 
 // TestAdminHTTP checks routing, methods, the index and errors.
 func TestAdminHTTP(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
 	base := "http://" + s.AdminAddr().String()
 	cases := []struct {
 		name, method, path string
@@ -431,13 +470,15 @@ func TestAdminHTTP(t *testing.T) {
 		}
 	}
 
-	s.serving.Store(false)
-	defer s.serving.Store(true)
+	// The same server's commands as they run while it does not serve.
+	idle := New(Options{})
+	idle.st, idle.cfg, idle.log = notServingState{s.Server}, s.Config(), s.Logger()
+	h := newAdminHandler(idle)
 	want := "{\n  \"command\" : \"ruok\",\n  \"error\" : \"This ZooKeeper instance is not currently serving requests\"\n}"
-	if got := adminGet(t, s, "ruok"); got != want {
+	if got := h.run("ruok", nil); got != want {
 		t.Errorf("ruok while not serving:\n%s", got)
 	}
-	if env := decodeJSON(t, "envi", adminGet(t, s, "envi")); env["error"] != nil || env["command"] != "environment" {
+	if env := decodeJSON(t, "envi", h.run("envi", nil)); env["error"] != nil || env["command"] != "environment" {
 		t.Errorf("environment while not serving: %v", env)
 	}
 }
@@ -446,7 +487,7 @@ func TestAdminHTTP(t *testing.T) {
 func TestAdminCommandURL(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.AdminCommandURL = "/zk/cmds/"
-	s := startOpsServer(t, Options{Config: cfg, InMemory: true})
+	s := startOpsServer(t, testOptions{Config: cfg, InMemory: true})
 	base := "http://" + s.AdminAddr().String()
 	status, _, body := httpDo(t, "GET", base+"/zk/cmds")
 	if status != 200 || !strings.HasPrefix(body, "<a href=\"/zk/cmds/configuration\">configuration</a>\n<br/>\n") {
@@ -471,13 +512,13 @@ func getBody(t *testing.T, url string) string {
 func TestAdminDisabledAndBusy(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.AdminEnableServer = false
-	if s := startOpsServer(t, Options{Config: cfg, InMemory: true}); s.AdminAddr() != nil {
+	if s := startOpsServer(t, testOptions{Config: cfg, InMemory: true}); s.AdminAddr() != nil {
 		t.Errorf("AdminServer at %v although disabled", s.AdminAddr())
 	}
-	first := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	first := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
 	cfg = opsConfig(t)
 	cfg.AdminServerPort = portOf(first.AdminAddr())
-	second := startOpsServer(t, Options{Config: cfg, InMemory: true})
+	second := startOpsServer(t, testOptions{Config: cfg, InMemory: true})
 	if second.AdminAddr() != nil {
 		t.Errorf("second AdminServer on a busy port: %v", second.AdminAddr())
 	}
@@ -486,15 +527,15 @@ func TestAdminDisabledAndBusy(t *testing.T) {
 
 // TestAdminLastSnapshot reads the zxid of a snapshot taken on disk.
 func TestAdminLastSnapshot(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t)})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t)})
 	c := opsClient(t, s)
 	for i := range 3 {
 		if _, err := c.Create("/n"+strconv.Itoa(i), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	zxid := s.node.LastZxid()
-	if err := s.node.Snapshot(); err != nil {
+	zxid := s.Replica().LastZxid()
+	if err := s.Replica().(*replication.Node).Snapshot(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	got := decodeJSON(t, "lsnp", adminGet(t, s, "lsnp"))
@@ -671,21 +712,21 @@ func TestAdminEnsembleMatchesSamples(t *testing.T) {
 	for id := int64(1); id <= 3; id++ {
 		members = append(members, conf.Server{ID: id, Host: "127.0.0.1", PeerPort: freePort(), ElectionPort: freePort()})
 	}
-	var servers []*Server
+	var servers []*testServer
 	for _, m := range members {
 		cfg := opsConfig(t)
 		cfg.TickTime = 200
 		cfg.Servers, cfg.MyID = members, m.ID
-		servers = append(servers, startOpsServer(t, Options{Config: cfg, InMemory: true}))
+		servers = append(servers, startOpsServer(t, testOptions{Config: cfg, InMemory: true}))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var leader *Server
+	var leader *testServer
 	for _, s := range servers {
 		if err := s.WaitServing(ctx); err != nil {
 			t.Fatalf("member %d: %v", s.cfg.MyID, err)
 		}
-		if s.node.IsLeader() {
+		if s.Replica().IsLeader() {
 			leader = s
 		}
 	}
@@ -708,6 +749,18 @@ func TestAdminEnsembleMatchesSamples(t *testing.T) {
 		self := view[strconv.FormatInt(s.cfg.MyID, 10)].(map[string]any)
 		if len(view) != 3 || self["client_address"] != s.Addr().String() {
 			t.Errorf("member %d: voting view %v", s.cfg.MyID, view)
+		}
+	}
+}
+
+func TestJavaDouble(t *testing.T) {
+	cases := []struct {
+		in   float64
+		want string
+	}{{0, "0.0"}, {3.5, "3.5"}, {3, "3.0"}, {3.54549, "3.5455"}, {0.16666, "0.1667"}, {12345.6, "12345.6"}}
+	for _, c := range cases {
+		if got := javaDouble(c.in); got != c.want {
+			t.Errorf("javaDouble(%v) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

@@ -1,10 +1,9 @@
-package server
+package ops
 
 import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"math"
 	"net"
 	"os"
 	"regexp"
@@ -22,7 +21,7 @@ import (
 
 // scrape reads /metrics and returns every sample by its series text
 // (`name` or `name{labels}`).
-func scrape(t *testing.T, s *Server) map[string]float64 {
+func scrape(t *testing.T, s *testServer) map[string]float64 {
 	t.Helper()
 	status, ctype, body := httpDo(t, "GET", "http://"+s.MetricsAddr().String()+"/metrics")
 	if status != 200 || !strings.HasPrefix(ctype, "text/plain") {
@@ -48,7 +47,7 @@ func scrape(t *testing.T, s *Server) map[string]float64 {
 // TestMetricsNames checks that /metrics has ZooKeeper's names, the latency
 // summaries with their quantiles, and the runtime collectors.
 func TestMetricsNames(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
 	m := scrape(t, s)
 	var want []string
 	for _, g := range s.gauges() {
@@ -82,7 +81,7 @@ func TestMetricsNames(t *testing.T) {
 // TestMetricsFollowOperations checks that the gauges move with what
 // clients do.
 func TestMetricsFollowOperations(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
 	before := scrape(t, s)
 	c := opsClient(t, s)
 	for i := range 3 {
@@ -125,14 +124,14 @@ func TestMetricsFollowOperations(t *testing.T) {
 // TestObserveRequest checks the split of latencies between readlatency and
 // updatelatency, and fsynctime's unit.
 func TestObserveRequest(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
 	before := scrape(t, s)
-	s.observeRequest(jute.OpGetData, 2*time.Millisecond)
-	s.observeRequest(jute.OpPing, time.Millisecond)
-	s.observeRequest(jute.OpCreate, 7*time.Millisecond)
-	s.observeRequest(jute.OpCloseSession, 500*time.Microsecond)
-	s.observeRequest(jute.OpAuth, time.Second)
-	s.observeLogSync(3 * time.Millisecond)
+	s.ObserveRequest(jute.OpGetData, 2*time.Millisecond)
+	s.ObserveRequest(jute.OpPing, time.Millisecond)
+	s.ObserveRequest(jute.OpCreate, 7*time.Millisecond)
+	s.ObserveRequest(jute.OpCloseSession, 500*time.Microsecond)
+	s.ObserveRequest(jute.OpAuth, time.Second)
+	s.ObserveLogSync(3 * time.Millisecond)
 	after := scrape(t, s)
 	cases := []struct {
 		name string
@@ -153,7 +152,7 @@ func TestObserveRequest(t *testing.T) {
 // reach fsynctime (/metrics and mntr); server_stats'
 // fsync_threshold_exceed_count is the log's count.
 func TestFsyncTimeObservesLogFsyncs(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t)})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t)})
 	c := opsClient(t, s)
 	before := scrape(t, s)
 	for i := range 3 {
@@ -170,7 +169,7 @@ func TestFsyncTimeObservesLogFsyncs(t *testing.T) {
 		t.Errorf("mntr cnt_fsynctime = %v after 3 synced writes, want at least 3", mntr["cnt_fsynctime"])
 	}
 	stats := decodeJSON(t, "server_stats", adminGet(t, s, "server_stats"))["server_stats"].(map[string]any)
-	if got, want := stats["fsync_threshold_exceed_count"], jsonNumberOf(int(s.node.SlowLogSyncs())); got != want {
+	if got, want := stats["fsync_threshold_exceed_count"], jsonNumberOf(int(s.Replica().SlowLogSyncs())); got != want {
 		t.Errorf("fsync_threshold_exceed_count = %v, want %v", got, want)
 	}
 }
@@ -178,8 +177,8 @@ func TestFsyncTimeObservesLogFsyncs(t *testing.T) {
 // TestTwoServersInOneProcess: each server has its own registry, ports and
 // values.
 func TestTwoServersInOneProcess(t *testing.T) {
-	a := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
-	b := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	a := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
+	b := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
 	if a.MetricsAddr().String() == b.MetricsAddr().String() || a.AdminAddr().String() == b.AdminAddr().String() {
 		t.Fatalf("shared endpoints: %v %v / %v %v", a.MetricsAddr(), b.MetricsAddr(), a.AdminAddr(), b.AdminAddr())
 	}
@@ -194,7 +193,7 @@ func TestTwoServersInOneProcess(t *testing.T) {
 		t.Errorf("a: znode_count %v sessions %v; b: znode_count %v sessions %v",
 			ma["znode_count"], ma["global_sessions"], mb["znode_count"], mb["global_sessions"])
 	}
-	for _, s := range []*Server{a, b} {
+	for _, s := range []*testServer{a, b} {
 		got := decodeJSON(t, "conf", adminGet(t, s, "configuration"))["client_port"]
 		if got != jsonNumberOf(portOf(s.Addr())) {
 			t.Errorf("admin of %v reports client_port %v", s.Addr(), got)
@@ -208,7 +207,7 @@ func TestMetricsProviderChoice(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.MetricsProviderClassName = "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider"
 	cfg.Extra["metricsProvider.exportJvmInfo"] = "false"
-	s := startOpsServer(t, Options{Config: cfg, InMemory: true})
+	s := startOpsServer(t, testOptions{Config: cfg, InMemory: true})
 	if s.MetricsAddr() != nil {
 		t.Errorf("/metrics served at %v with the default provider", s.MetricsAddr())
 	}
@@ -239,7 +238,7 @@ func TestCallerRegistry(t *testing.T) {
 	reg.MustRegister(collectors.NewGoCollector())
 	for round := range 2 {
 		cfg := opsConfig(t)
-		s, err := New(Options{Config: cfg, InMemory: true, Registerer: reg})
+		s, err := newTestServer(testOptions{Config: cfg, InMemory: true, Registerer: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +269,7 @@ func TestMetricsPortBusy(t *testing.T) {
 	defer ln.Close()
 	cfg := opsConfig(t)
 	cfg.MetricsHTTPPort = portOf(ln.Addr())
-	s, err := New(Options{Config: cfg, InMemory: true})
+	s, err := newTestServer(testOptions{Config: cfg, InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +293,7 @@ func jsonNumberOf(n int) any { return json.Number(strconv.Itoa(n)) }
 // TestDocsUseExportedMetrics checks that every series the alert rules and
 // the Grafana dashboard select is one /metrics serves.
 func TestDocsUseExportedMetrics(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
 	served := make(map[string]bool)
 	for series := range scrape(t, s) {
 		name, _, _ := strings.Cut(series, "{")
@@ -302,7 +301,7 @@ func TestDocsUseExportedMetrics(t *testing.T) {
 	}
 	served["up"] = true // added by Prometheus itself
 	var exprs []string
-	rules, err := os.ReadFile("../docs/prometheus-alerts.yml")
+	rules, err := os.ReadFile("../../docs/prometheus-alerts.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +315,7 @@ func TestDocsUseExportedMetrics(t *testing.T) {
 			Targets []struct{ Expr string }
 		}
 	}
-	raw, err := os.ReadFile("../docs/grafana-dashboard.json")
+	raw, err := os.ReadFile("../../docs/grafana-dashboard.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,32 +346,12 @@ func TestDocsUseExportedMetrics(t *testing.T) {
 // be gathered.
 func TestNoGatherer(t *testing.T) {
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"member": "1"}, prometheus.NewRegistry())
-	s, err := New(Options{Config: opsConfig(t), InMemory: true, Registerer: reg})
+	s, err := newTestServer(testOptions{Config: opsConfig(t), InMemory: true, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	if err := s.Start(t.Context()); !errors.Is(err, ErrNoGatherer) {
 		t.Errorf("Start = %v, want ErrNoGatherer", err)
-	}
-}
-
-// TestMillis: configured milliseconds become a Duration, and a value
-// too large for one saturates instead of turning negative (which the log
-// would read as "use the default").
-func TestMillis(t *testing.T) {
-	for _, tc := range []struct {
-		ms   int64
-		want time.Duration
-	}{
-		{0, 0},
-		{1000, time.Second},
-		{-5, -5 * time.Millisecond},
-		{math.MaxInt64 / int64(time.Millisecond), time.Duration(math.MaxInt64/int64(time.Millisecond)) * time.Millisecond},
-		{math.MaxInt64, math.MaxInt64},
-	} {
-		if got := millis(tc.ms); got != tc.want {
-			t.Errorf("millis(%d) = %v, want %v", tc.ms, got, tc.want)
-		}
 	}
 }

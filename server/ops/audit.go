@@ -1,35 +1,37 @@
-package server
+package ops
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 
 	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/server"
 )
 
-// auditWrite records one write for the audit log (audit.enable): who (the
-// session, the client address and every authenticated id), what (the
-// operation and path) and the outcome, as ZooKeeper 3.6+'s audit logger
-// does. It runs on the member whose client made the request.
-func (c *conn) auditWrite(p *pending, zxid int64, code jute.Code) {
-	if !c.s.cfg.AuditEnable {
-		return
-	}
+// Audit logs one write (server.Operator; the server calls it only with
+// audit.enable): who (the session, the client address and every
+// authenticated id), what (the operation and path) and the outcome, as
+// ZooKeeper 3.6+'s audit logger does.
+func (o *Surfaces) Audit(r server.AuditRecord) {
 	result := "success"
-	if code != jute.OK {
+	if r.Code != jute.OK {
 		result = "failure"
 	}
-	c.s.audit.Info("audit",
-		"session", hexID(c.sessionID.Load()),
-		"ip", c.ip,
-		"user", auditUsers(p.ids),
-		"operation", auditOperation(p.op),
-		"znode", auditPath(p.req),
-		"zxid", hexID(zxid),
+	o.audit.Info("audit",
+		"session", hexID(r.Session),
+		"ip", r.IP,
+		"user", auditUsers(r.IDs),
+		"operation", auditOperation(r.Op),
+		"znode", auditPath(r.Request),
+		"zxid", hexID(r.Zxid),
 		"result", result,
-		"code", code.String(),
+		"code", r.Code.String(),
 	)
 }
+
+// hexID formats a session id or zxid as 0x<hex>.
+func hexID(v int64) string { return fmt.Sprintf("0x%x", uint64(v)) }
 
 // auditUsers lists the authenticated ids as scheme:id, comma-separated.
 func auditUsers(ids []jute.ID) string {
