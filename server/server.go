@@ -61,10 +61,13 @@ type Server struct {
 	auth    *acl.Registry
 	watches *watch.Registry
 	stats   *serverStats
-	audit   *slog.Logger // audit.enable lines (audit.go)
-	touches toucher
-	serving atomic.Bool
-	ro      readOnlyMode // readonlymode.enabled without a quorum (readonly.go)
+	// admission throttles readers (globalOutstandingLimit,
+	// largeRequestMaxBytes; admission.go).
+	admission *admission
+	audit     *slog.Logger // audit.enable lines (audit.go)
+	touches   toucher
+	serving   atomic.Bool
+	ro        readOnlyMode // readonlymode.enabled without a quorum (readonly.go)
 	// gated counts writes holding a gate for their session's earlier reads
 	// (order.go); zero lets BeforeApply return at once. It may overcount
 	// when a gated write's connection ends before the write is applied.
@@ -130,6 +133,7 @@ func New(opts Options) (*Server, error) {
 		perIP:     make(map[string]int),
 	}
 	s.workers = newWorkers(s.taskPanicked)
+	s.admission = newAdmission(cfg.GlobalOutstandingLimit, cfg.LargeRequestMaxBytes, cfg.LargeRequestThreshold, &s.stats.outstanding)
 	s.reaperClock = opts.ReaperClock // container/TTL reaper (reaper.go)
 	s.dataDir, s.logDir = cfg.DataDir, cfg.DataLogDir
 	if s.logDir == "" {
