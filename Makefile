@@ -10,6 +10,10 @@
 #                          fault schedules: CHAOS_SEEDS seeds (a count or a list, default 10)
 #                          for CHAOS_DURATION each (default 60s), 3 and 5 members
 #
+#   make resources         the flood tests (test/resources_test.go): the built server
+#                          under floods of rejected 1 MB and accepted 512 KiB setData
+#                          requests, its RSS sampled; about 3 minutes
+#
 #   make fuzz              every native fuzz target in the repository, one after
 #                          another, FUZZTIME each (default 10m); stops at the
 #                          first failure (the failing input is kept under
@@ -27,7 +31,7 @@ COMPAT_RUNNER ?= $(or $(TMPDIR),/tmp)/zkserverd-compat-runner
 CHAOS_SEEDS ?= 10
 CHAOS_DURATION ?= 60s
 
-.PHONY: compat compat-diff compat-zookeeper compat-unit compat-runner chaos fuzz
+.PHONY: compat compat-diff compat-zookeeper compat-unit compat-runner chaos fuzz resources
 
 compat-runner:
 	@$(GO) build -o $(COMPAT_RUNNER) ./test/compat/runner
@@ -47,6 +51,9 @@ compat-unit:
 chaos:
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) \
 		$(GO) test ./test -run '^TestChaos$$' -count=1 -timeout 0 $(ARGS)
+
+resources:
+	ZK_RESOURCE_TESTS=1 $(GO) test ./test -run '^TestFloodsKeepMemoryBounded$$' -count=1 -v -timeout 10m $(ARGS)
 
 # Each fuzz target runs alone (-fuzz accepts one target per package run);
 # the list is found afresh, so new targets are picked up. -parallel 1
