@@ -12,6 +12,10 @@
 #                          fault schedules: CHAOS_SEEDS seeds (a count or a list, default 10)
 #                          for CHAOS_DURATION each (default 60s), 3 and 5 members
 #
+#   make resources         the flood tests (test/resources_test.go): the built server
+#                          under floods of rejected 1 MB and accepted 512 KiB setData
+#                          requests, its RSS sampled; about 3 minutes
+#
 #   make fuzz              every native fuzz target in the repository, one after
 #                          another, FUZZTIME each (default 10m); stops at the
 #                          first failure (the failing input is kept under
@@ -31,7 +35,7 @@ CHAOS_DURATION ?= 60s
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test lint compat compat-diff compat-zookeeper compat-unit compat-runner chaos fuzz
+.PHONY: test lint compat compat-diff compat-zookeeper compat-unit compat-runner chaos fuzz resources
 
 test:
 	$(GO) test -race -timeout 30m ./...
@@ -60,6 +64,9 @@ compat-unit:
 chaos:
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) \
 		$(GO) test ./test -run '^TestChaos$$' -count=1 -timeout 0 $(ARGS)
+
+resources:
+	ZK_RESOURCE_TESTS=1 $(GO) test ./test -run '^TestFloodsKeepMemoryBounded$$' -count=1 -v -timeout 10m $(ARGS)
 
 # Each fuzz target runs alone (-fuzz accepts one target per package run);
 # the list is found afresh, so new targets are picked up. -parallel 1

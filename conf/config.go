@@ -114,6 +114,14 @@ type Config struct {
 	// SessionlessCnxnTimeout is how long a connection may stay without a
 	// ConnectRequest (zookeeper.nio.sessionlessCnxnTimeout, default 10000).
 	SessionlessCnxnTimeout int
+	// LargeRequestMaxBytes bounds the bytes of large requests (see
+	// LargeRequestThreshold) in flight: while one more would exceed it,
+	// connections stop reading (largeRequestMaxBytes, default 100 MiB).
+	LargeRequestMaxBytes int
+	// LargeRequestThreshold is the size above which a request counts as
+	// large (largeRequestThreshold). Default 1024; -1 turns the bound off,
+	// which is ZooKeeper's default.
+	LargeRequestThreshold int
 
 	ContainerCheckIntervalMs        int            // znode.container.checkIntervalMs, default 60000
 	ContainerMaxPerMinute           int            // znode.container.maxPerMinute, default 10000
@@ -174,6 +182,8 @@ func Default() Config {
 		ForceSync:                true,
 		JuteMaxBuffer:            0xfffff,
 		SessionlessCnxnTimeout:   10000,
+		LargeRequestMaxBytes:     100 << 20,
+		LargeRequestThreshold:    1024,
 		ContainerCheckIntervalMs: 60000,
 		ContainerMaxPerMinute:    10000,
 		AuthProviders:            map[int]string{},

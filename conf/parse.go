@@ -239,6 +239,10 @@ func (p *parser) setPropertyKey(key, name, v string) (bool, error) {
 		c.SkipACL, err = parseYesNo(key, v)
 	case "jute.maxbuffer":
 		c.JuteMaxBuffer, err = decodeInt(key, v)
+	case "largeRequestMaxBytes":
+		c.LargeRequestMaxBytes, err = decodeInt(key, v)
+	case "largeRequestThreshold":
+		c.LargeRequestThreshold, err = decodeInt(key, v)
 	case "nio.sessionlessCnxnTimeout":
 		c.SessionlessCnxnTimeout, err = decodeInt(key, v)
 	case "readonlymode.enabled":
@@ -411,7 +415,7 @@ func knownUninterpreted(key string) bool {
 		"X509AuthenticationProvider.superUser", "closeSessionTxn.enabled", "leaderServes",
 		"maxBatchSize", "flushDelay", "maxWriteQueuePollTime",
 		"cnxTimeout", "electionPortBindRetry", "tcpKeepAlive",
-		"jute.maxbuffer.extrasize", "largeRequestMaxBytes", "largeRequestThreshold",
+		"jute.maxbuffer.extrasize",
 		"emulate353TTLNodes", "requireClientAuthScheme", "allowSaslFailedClients",
 		"sessionRequireClientSASLAuth", "intBufferStartingSizeBytes", "outstandingHandshake.limit",
 		"learner.asyncSending", "learner.closeSocketAsync", "leader.closeSocketAsync",

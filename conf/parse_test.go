@@ -134,6 +134,8 @@ func TestParseKeys(t *testing.T) {
 		{"zookeeper.jute.maxbuffer=7", func(c *Config) { c.JuteMaxBuffer = 7 }},
 		{"zookeeper.nio.sessionlessCnxnTimeout=500", func(c *Config) { c.SessionlessCnxnTimeout = 500 }},
 		{"nio.sessionlessCnxnTimeout=501", func(c *Config) { c.SessionlessCnxnTimeout = 501 }},
+		{"largeRequestMaxBytes=2097152", func(c *Config) { c.LargeRequestMaxBytes = 2097152 }},
+		{"zookeeper.largeRequestThreshold=-1", func(c *Config) { c.LargeRequestThreshold = -1 }},
 		{"znode.container.checkIntervalMs=100", func(c *Config) { c.ContainerCheckIntervalMs = 100 }},
 		{"zookeeper.znode.container.checkIntervalMs=101", func(c *Config) { c.ContainerCheckIntervalMs = 101 }},
 		{"znode.container.maxPerMinute=5", func(c *Config) { c.ContainerMaxPerMinute = 5 }},
@@ -335,6 +337,8 @@ func TestParseFullFile(t *testing.T) {
 		SkipACL:                       true,
 		JuteMaxBuffer:                 0x200000,
 		SessionlessCnxnTimeout:        5000,
+		LargeRequestMaxBytes:          100 << 20,
+		LargeRequestThreshold:         1024,
 		ContainerCheckIntervalMs:      1000, ContainerMaxPerMinute: 100, ContainerMaxNeverUsedIntervalMs: 60000,
 		SuperDigest: "super:D/InIHSb7yEEbrWz8b9l71RjZJU=",
 		AuthProviders: map[int]string{

@@ -87,6 +87,8 @@ func (c Config) validateLimits(v *validator) {
 	v.check(c.AutopurgeSnapRetainCount >= 3, "autopurge.snapRetainCount", c.AutopurgeSnapRetainCount, "must be at least 3")
 	v.check(c.AutopurgePurgeInterval >= 0, "autopurge.purgeInterval", c.AutopurgePurgeInterval, "must not be negative")
 	v.check(c.JuteMaxBuffer > 0, "jute.maxbuffer", c.JuteMaxBuffer, "must be greater than 0")
+	v.check(c.LargeRequestMaxBytes > 0, "largeRequestMaxBytes", c.LargeRequestMaxBytes, "must be greater than 0")
+	v.check(c.LargeRequestThreshold >= -1, "largeRequestThreshold", c.LargeRequestThreshold, "must be -1 or more")
 	v.check(c.SessionlessCnxnTimeout > 0, "nio.sessionlessCnxnTimeout", c.SessionlessCnxnTimeout, "must be greater than 0")
 	v.check(c.ContainerCheckIntervalMs > 0, "znode.container.checkIntervalMs", c.ContainerCheckIntervalMs, "must be greater than 0")
 	v.check(c.ContainerMaxPerMinute > 0, "znode.container.maxPerMinute", c.ContainerMaxPerMinute, "must be greater than 0")

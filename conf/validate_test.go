@@ -51,6 +51,8 @@ func TestValidate(t *testing.T) {
 		{"preAllocSize", func(c *Config) { c.PreAllocSize = 0 }, `conf: preAllocSize: "0"`},
 		{"snapRetainCount", func(c *Config) { c.AutopurgeSnapRetainCount = 2 }, `conf: autopurge.snapRetainCount: "2" must be at least 3`},
 		{"purgeInterval", func(c *Config) { c.AutopurgePurgeInterval = -1 }, `conf: autopurge.purgeInterval: "-1"`},
+		{"largeRequestMaxBytes", func(c *Config) { c.LargeRequestMaxBytes = 0 }, `conf: largeRequestMaxBytes: "0" must be greater than 0`},
+		{"largeRequestThreshold", func(c *Config) { c.LargeRequestThreshold = -2 }, `conf: largeRequestThreshold: "-2" must be -1 or more`},
 		{"sessionless timeout", func(c *Config) { c.SessionlessCnxnTimeout = 0 }, `conf: nio.sessionlessCnxnTimeout: "0"`},
 		{"container interval", func(c *Config) { c.ContainerCheckIntervalMs = 0 }, `conf: znode.container.checkIntervalMs: "0"`},
 		{"electionAlg", func(c *Config) { c.ElectionAlg = 1 }, `conf: electionAlg: "1" is not supported (only 3 is)`},

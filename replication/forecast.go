@@ -23,8 +23,11 @@ import (
 // applied, can change the answer: it tracks the paths that its unapplied
 // entries touch, and forecasts (datatree.Tree.Forecast) only a write whose
 // path and parent none of them touches. Writes whose paths it cannot list
-// (multi, closeSession) stop all forecasts while they are out, and so does
-// a new term until this member has applied the entries of earlier terms.
+// (multi) stop all forecasts while they are out, and so does a new term
+// until this member has applied the entries of earlier terms. A
+// closeSession (a session's end or expiry) can only delete znodes: while
+// one is out, only NoNode forecasts (the node or its parent is missing)
+// stand, as no deletion makes a missing node exist.
 
 // forecastMinBytes is the smallest transaction worth forecasting: below
 // it, logging the write costs the log about as much as its failure would.
@@ -40,12 +43,15 @@ type forecaster struct {
 	ready bool           // the entries of earlier terms are applied
 	dirty map[string]int // unapplied transactions that may change each mark (markKey)
 	blind int            // unapplied transactions whose paths are unknown
+	// removing counts unapplied closeSessions: only NoNode forecasts hold.
+	removing int
 }
 
 // forecastMarks is what one entry marked, for the collector to unmark.
 type forecastMarks struct {
-	keys  []string
-	blind int
+	keys     []string
+	blind    int
+	removing int
 }
 
 func newForecaster() *forecaster { return &forecaster{dirty: make(map[string]int)} }
@@ -60,14 +66,14 @@ func (f *forecaster) screen(batch []proposal, tree *datatree.Tree, term, last ui
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if term != f.term {
-		f.term, f.ready, f.blind = term, false, 0
+		f.term, f.ready, f.blind, f.removing = term, false, 0, 0
 		clear(f.dirty)
 		go barrier(term, last)
 	}
 	var marks forecastMarks
 	for i := range batch {
 		op, p, seq, known := proposalPath(&batch[i])
-		if f.forecastable(op, p, batch[i].size, seq) && f.replaceIfFailing(&batch[i], tree) {
+		if f.forecastable(op, p, batch[i].size, seq) && f.replaceIfFailing(&batch[i], tree, f.removing > 0) {
 			continue
 		}
 		f.mark(&marks, op, p, seq, known)
@@ -114,8 +120,9 @@ func (f *forecaster) forecastable(op jute.OpCode, p string, size int, sequential
 }
 
 // replaceIfFailing forecasts the proposal and, when it will fail, replaces
-// it with its OpFailedWrite transaction.
-func (f *forecaster) replaceIfFailing(p *proposal, tree *datatree.Tree) bool {
+// it with its OpFailedWrite transaction. With onlyNoNode, other failures
+// are not forecast (a pending deletion may change them).
+func (f *forecaster) replaceIfFailing(p *proposal, tree *datatree.Tree, onlyNoNode bool) bool {
 	t := p.txn
 	if t == nil {
 		var err error
@@ -124,7 +131,7 @@ func (f *forecaster) replaceIfFailing(p *proposal, tree *datatree.Tree) bool {
 		}
 	}
 	code := tree.Forecast(&t.Tree)
-	if code == jute.OK {
+	if code == jute.OK || (onlyNoNode && code != jute.NoNode) {
 		return false
 	}
 	failed := txnlog.Failed(t, code)
@@ -145,6 +152,10 @@ func (f *forecaster) mark(marks *forecastMarks, op jute.OpCode, p string, sequen
 	switch {
 	case op == jute.OpCreateSession || op == txnlog.OpMoveSession || op == txnlog.OpFailedWrite || op == jute.OpCheck:
 		return // no tree change
+	case op == jute.OpCloseSession:
+		f.removing++
+		marks.removing++
+		return
 	case !known || p == "":
 		f.blind++
 		marks.blind++
@@ -172,6 +183,7 @@ func (f *forecaster) unmark(term uint64, marks forecastMarks) {
 		return
 	}
 	f.blind -= marks.blind
+	f.removing -= marks.removing
 	for _, k := range marks.keys {
 		if f.dirty[k]--; f.dirty[k] <= 0 {
 			delete(f.dirty, k)

@@ -31,7 +31,7 @@ func waitForecasting(t *testing.T, n *Node) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		n.forecast.mu.Lock()
-		ready := n.forecast.ready && len(n.forecast.dirty) == 0 && n.forecast.blind == 0
+		ready := n.forecast.ready && len(n.forecast.dirty) == 0 && n.forecast.blind == 0 && n.forecast.removing == 0
 		n.forecast.mu.Unlock()
 		if ready {
 			return
@@ -129,4 +129,49 @@ func TestForecastAcrossForwardedWrites(t *testing.T) {
 		t.Fatalf("leader's log grew by %d bytes, want at most %d", got, limit)
 	}
 	c.converged()
+}
+
+// TestForecastWhileSessionsClose: a closeSession out (a session expiring)
+// leaves NoNode forecasts standing, so a flood of writes to a missing
+// znode stays small in the log while sessions expire; other failures are
+// not forecast then, since the closeSession may delete their node.
+func TestForecastWhileSessionsClose(t *testing.T) {
+	n := openNodeWith(t, Config{DataDir: t.TempDir(), InMemory: true})
+	defer n.Close()
+	waitForecasting(t, n)
+	const sid = 0x77
+	if o := await(t, n.Submit(&txnlog.Txn{Timeout: 30000, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: sid}})); o.Err != nil {
+		t.Fatalf("create session: %v", o.Err)
+	}
+	eph := &txnlog.Txn{Tree: datatree.Txn{Type: jute.OpCreate, SessionID: sid,
+		Request: &jute.CreateRequest{Path: "/eph", ACL: jute.OpenACLUnsafe, Flags: jute.ModeEphemeral}}}
+	if o := await(t, n.Submit(eph)); o.Err != nil || o.Result.Err != jute.OK {
+		t.Fatalf("create ephemeral: %v %v", o.Err, o.Result.Err)
+	}
+	payload := bytes.Repeat([]byte("x"), 64<<10)
+	start, _ := n.logs.LastIndex()
+	steps := []struct {
+		txn  *txnlog.Txn
+		want jute.Code
+	}{
+		{&txnlog.Txn{Tree: datatree.Txn{Type: jute.OpCloseSession, SessionID: sid}}, jute.OK},
+		{setDataTxn("/missing", payload, -1), jute.NoNode},
+		{bigCreateTxn("/no/parent", payload), jute.NoNode},
+		// BadVersion now, but the closeSession before it deletes /eph.
+		{setDataTxn("/eph", payload, 7), jute.NoNode},
+		{setDataTxn("/missing", payload, -1), jute.NoNode},
+	}
+	chans := make([]<-chan Outcome, len(steps))
+	for i, s := range steps {
+		chans[i] = n.Submit(s.txn)
+	}
+	for i, ch := range chans {
+		if o := await(t, ch); o.Err != nil || o.Result.Err != steps[i].want {
+			t.Fatalf("step %d: err %v code %v, want %v", i, o.Err, o.Result.Err, steps[i].want)
+		}
+	}
+	// At most the setData of /eph carries its payload.
+	if got, limit := logBytes(t, n, start), len(payload)+2048; got > limit {
+		t.Fatalf("log grew by %d bytes, want at most %d", got, limit)
+	}
 }

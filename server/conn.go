@@ -45,16 +45,19 @@ type pending struct {
 	ids        []jute.ID // the connection's identities when the request arrived
 	closeAfter bool
 	received   time.Time
-	nullPath   bool // a sync whose path was a null string
+	nullPath   bool  // a sync whose path was a null string
+	large      int64 // bytes held against largeRequestMaxBytes (admission.go)
 }
 
 // pipelineDepth bounds the requests one connection may have in flight
 // before its reader stops reading (back-pressure on that client only).
 const pipelineDepth = 1000
 
-// outboxEventLimit is how many bytes of queued notifications a connection
-// may hold before it is treated as a slow consumer and dropped.
-const outboxEventLimit = 64 << 20
+// outboxLimit is how many bytes of queued replies and notifications a
+// connection may hold before it is treated as a slow consumer and dropped:
+// a client that pipelines requests and does not read its replies, or does
+// not read its notifications.
+const outboxLimit = 64 << 20
 
 // conn is one client connection. The reader goroutine owns br and the
 // session binding; sessionID, timeout and the flags are atomics read by
@@ -74,6 +77,13 @@ type conn struct {
 	closeRequested atomic.Bool
 	aborted        atomic.Bool
 	done           chan struct{} // closed by abort
+
+	// inflight counts the connection's requests read and not yet answered;
+	// idle is signalled when it drops to zero (admission.go). frameLarge is
+	// the large bytes of the frame the reader is handling (reader-owned).
+	inflight   atomic.Int64
+	idle       chan struct{}
+	frameLarge int64
 
 	// readOnly marks a session of the read-only server (readonly.go); set
 	// by the handshake, owned by the reader goroutine.
@@ -104,11 +114,12 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 		nc:          nc,
 		br:          s.readBuffer(nc),
 		ip:          ip,
-		out:         newOutbox(outboxEventLimit),
+		out:         newOutbox(outboxLimit),
 		queue:       s.pipelineQueue(),
 		established: time.Now(),
 		lat:         newLatencyStats(),
 		done:        make(chan struct{}),
+		idle:        make(chan struct{}, 1),
 		log:         connLog{l: s.log, nc: nc},
 	}
 	c.ids = initialIDs(nc.RemoteAddr())
@@ -436,6 +447,7 @@ func (c *conn) sendConnectResponse(req *jute.ConnectRequest, timeout int32, sid 
 // the connection, or a frame breaks the protocol.
 func (c *conn) readLoop() {
 	defer c.recoverPanic("reader")
+	defer c.releaseFrame()
 	var buf []byte
 	for {
 		n, err := jute.ReadFrameLength(c.br)
@@ -443,6 +455,13 @@ func (c *conn) readLoop() {
 			c.logReadEnd(err)
 			return
 		}
+		// Throttled before the payload is read, so that a paused reader
+		// holds no more than its buffers.
+		large := c.s.admission.large(int(n))
+		if !c.s.admission.wait(&c.inflight, c.idle, c.done, large) {
+			return
+		}
+		c.frameLarge = large
 		payload, err := jute.ReadFramePayload(c.br, n, c.s.cfg.JuteMaxBuffer, buf)
 		if err != nil {
 			if errors.Is(err, jute.ErrFrameTooLarge) {
@@ -452,12 +471,25 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		buf = payload[:0]
-		c.throttle()
-		if !c.handle(payload) {
+		// A large payload buffer is not kept: decoded requests copy what
+		// they keep, and an idle connection should not hold a MiB.
+		buf = nil
+		if cap(payload) <= readBufferSize {
+			buf = payload[:0]
+		}
+		more := c.handle(payload)
+		c.releaseFrame()
+		if !more {
 			return
 		}
 	}
+}
+
+// releaseFrame gives back the large bytes reserved for the frame just
+// handled when no pipeline item took them.
+func (c *conn) releaseFrame() {
+	c.s.admission.release(c.frameLarge)
+	c.frameLarge = 0
 }
 
 func (c *conn) logReadEnd(err error) {
@@ -468,18 +500,24 @@ func (c *conn) logReadEnd(err error) {
 	c.log.Info("read failed; closing", "err", err, "session", hexID(c.sessionID.Load()))
 }
 
-// throttle holds the reader while the server has more requests in flight
-// than globalOutstandingLimit, as ZooKeeper stops reading sockets then.
-func (c *conn) throttle() {
-	limit := int64(c.s.cfg.GlobalOutstandingLimit)
-	for i := 0; limit > 0 && c.s.stats.outstanding.Load() >= limit && i < 1000; i++ {
-		time.Sleep(time.Millisecond)
-	}
+// enqueue puts a request in the pipeline; the first item of a frame
+// carries the frame's large bytes.
+func (c *conn) enqueue(p *pending) {
+	p.large, c.frameLarge = c.frameLarge, 0
+	c.inflight.Add(1)
+	c.s.admission.admitted()
+	c.queue <- p
 }
 
-func (c *conn) enqueue(p *pending) {
-	c.s.stats.outstanding.Add(1)
-	c.queue <- p
+// finished accounts a pipeline item answered or dropped.
+func (c *conn) finished(p *pending) {
+	c.s.admission.done(p.large)
+	if c.inflight.Add(-1) == 0 {
+		select {
+		case c.idle <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // replyFrame builds a header-only reply, or a reply with body when err is OK.
@@ -666,13 +704,16 @@ func (c *conn) completeLoop() {
 // completeOne replies to one pipeline item; the item stops counting as
 // outstanding even when completing it panics.
 func (c *conn) completeOne(p *pending) {
-	defer c.s.stats.outstanding.Add(-1)
+	defer c.finished(p)
 	frame := c.complete(p)
 	if frame == nil {
 		return
 	}
 	c.recordLatency(p, frame)
-	c.out.pushReply(frame, p.kind == kindWrite, len(c.queue) == 0)
+	if !c.out.pushReply(frame, p.kind == kindWrite, len(c.queue) == 0) {
+		c.log.Warn("client does not read its replies; closing", "queued_limit", outboxLimit)
+		c.abort("slow consumer: queued replies over the limit")
+	}
 }
 
 // awaitOutcome waits for a write's outcome, at most the write timeout and

@@ -53,7 +53,7 @@ func (c *conn) recoverCompleter() {
 		if p == nil {
 			return
 		}
-		c.s.stats.outstanding.Add(-1)
+		c.finished(p)
 	}
 }
 

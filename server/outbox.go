@@ -27,7 +27,7 @@ type outbox struct {
 	bytes  int
 	closed bool
 	wake   chan struct{} // capacity 1: "something changed"
-	limit  int           // bytes of queued notifications tolerated
+	limit  int           // bytes queued (not yet written) tolerated before a push is refused
 
 	expecting map[uint64]struct{}
 	applied   int64
@@ -135,12 +135,18 @@ func (o *outbox) markApplied(requestID uint64) {
 // which releases the notifications waiting for it). With direct, when
 // nothing is queued and the socket is idle, the caller writes the frames
 // itself instead of waking the writer: one goroutine switch less per
-// request on a connection that has one request in flight.
-func (o *outbox) pushReply(frame []byte, write, direct bool) {
+// request on a connection that has one request in flight. It is refused
+// (false) when the queue already holds more than limit bytes: the client
+// does not read, and the caller drops it.
+func (o *outbox) pushReply(frame []byte, write, direct bool) bool {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
-		return
+		return true
+	}
+	if o.bytes+o.heldBytes > o.limit {
+		o.mu.Unlock()
+		return false
 	}
 	idle := direct && !o.writing && len(o.frames) == 0 && o.nc != nil
 	o.appendLocked(frame)
@@ -157,11 +163,12 @@ func (o *outbox) pushReply(frame []byte, write, direct bool) {
 	if !idle {
 		o.mu.Unlock()
 		o.signal()
-		return
+		return true
 	}
 	o.writeOwned(o.claimLocked())
 	// Frames pushed meanwhile, a failure or a close are the writer's.
 	o.signal()
+	return true
 }
 
 // close marks the end of the stream: the writer flushes what is queued and

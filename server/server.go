@@ -58,9 +58,12 @@ type Server struct {
 	auth    *acl.Registry
 	watches *watch.Registry
 	stats   *serverStats
-	touches toucher
-	serving atomic.Bool
-	ro      readOnlyMode // readonlymode.enabled without a quorum (readonly.go)
+	// admission throttles readers (globalOutstandingLimit,
+	// largeRequestMaxBytes; admission.go).
+	admission *admission
+	touches   toucher
+	serving   atomic.Bool
+	ro        readOnlyMode // readonlymode.enabled without a quorum (readonly.go)
 	// gated counts writes holding a gate for their session's earlier reads
 	// (order.go); zero lets BeforeApply return at once. It may overcount
 	// when a gated write's connection ends before the write is applied.
@@ -128,6 +131,7 @@ func New(opts Options) (*Server, error) {
 		s.operator = noOperator{}
 	}
 	s.workers = newWorkers(s.taskPanicked)
+	s.admission = newAdmission(cfg.GlobalOutstandingLimit, cfg.LargeRequestMaxBytes, cfg.LargeRequestThreshold, &s.stats.outstanding)
 	s.reaperClock = opts.ReaperClock // container/TTL reaper (reaper.go)
 	s.dataDir, s.logDir = cfg.DataDir, cfg.DataLogDir
 	if s.logDir == "" {
