@@ -8,6 +8,7 @@
 package testutil
 
 import (
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -75,6 +76,32 @@ func FourLetter(addr, word string) (string, error) {
 			return b.String(), nil
 		}
 	}
+}
+
+// FourLetterServer answers one connection on a loopback port with reply
+// once it has read the four-letter word, then closes it; it returns the
+// address. The listener is closed when the test ends.
+func FourLetterServer(t testing.TB, reply string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if c.SetDeadline(time.Now().Add(5*time.Second)) != nil {
+			return
+		}
+		if _, err := io.ReadFull(c, make([]byte, 4)); err == nil {
+			c.Write([]byte(reply))
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // FourLetterLine returns the rest of the first line of word's reply that

@@ -1,38 +1,11 @@
 package testutil
 
 import (
-	"net"
 	"testing"
 	"time"
 )
 
-// serveOnce answers one connection on a loopback listener with reply
-// after reading the four-letter word, and reports the word it read.
-func serveOnce(t *testing.T, reply string) (string, <-chan string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	got := make(chan string, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- ""
-			return
-		}
-		defer c.Close()
-		buf := make([]byte, 4)
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		n, _ := c.Read(buf)
-		got <- string(buf[:n])
-		c.Write([]byte(reply))
-	}()
-	return ln.Addr().String(), got
-}
-
-// TestFourLetterLine: the word is sent, the whole reply is read and the
+// TestFourLetterLine: the whole reply is read and the
 // value of the line with the prefix is returned ("" without one).
 func TestFourLetterLine(t *testing.T) {
 	tests := []struct {
@@ -44,12 +17,9 @@ func TestFourLetterLine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			addr, word := serveOnce(t, tc.reply)
+			addr := FourLetterServer(t, tc.reply)
 			if got := FourLetterLine(addr, "mntr", tc.prefix); got != tc.want {
 				t.Errorf("FourLetterLine = %q, want %q", got, tc.want)
-			}
-			if w := <-word; w != "mntr" {
-				t.Errorf("server read %q, want mntr", w)
 			}
 		})
 	}
@@ -62,7 +32,7 @@ func TestFourLetterReadsTheWholeReply(t *testing.T) {
 	for i := range long {
 		long[i] = byte('a' + i%26)
 	}
-	addr, _ := serveOnce(t, string(long))
+	addr := FourLetterServer(t, string(long))
 	got, err := FourLetter(addr, "dump")
 	if err != nil || got != string(long) {
 		t.Fatalf("FourLetter = %d bytes, %v; want %d bytes", len(got), err, len(long))
