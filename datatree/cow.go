@@ -109,11 +109,6 @@ func (s *snapState) value(n *node) *node {
 type Snapshot struct {
 	t *Tree
 	s *snapState
-
-	// Tests set these: the walker's budget (0: walkBudget) and a function
-	// called whenever it has released the lock.
-	budget int
-	pause  func()
 }
 
 // Snapshot captures the tree's current state without copying it and
@@ -154,6 +149,13 @@ func (s *Snapshot) Release() {
 // time, so writes continue while it runs. It may be called more than once
 // before Release.
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	return s.write(w, walkBudget, nil)
+}
+
+// write is WriteTo with the walker's budget (work per hold of the read
+// lock) and a function called whenever it has released the lock (nil:
+// none), which tests use to interleave writes.
+func (s *Snapshot) write(w io.Writer, budget int, pause func()) (int64, error) {
 	s.t.mu.RLock()
 	released := s.t.snap != s.s
 	s.t.mu.RUnlock()
@@ -162,10 +164,7 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	}
 	sw := newSnapWriter(w)
 	sw.header(uint64(s.s.count))
-	wk := &snapWalker{t: s.t, s: s.s, out: sw, aclIndex: make(map[aclID]uint32), budget: s.budget, pause: s.pause}
-	if wk.budget <= 0 {
-		wk.budget = walkBudget
-	}
+	wk := &snapWalker{t: s.t, s: s.s, out: sw, aclIndex: make(map[aclID]uint32), budget: budget, pause: pause}
 	wk.run()
 	n, err := sw.finish()
 	if err == nil && wk.written != uint64(s.s.count) {
@@ -228,7 +227,7 @@ type snapWalker struct {
 	aclIndex map[aclID]uint32 // stream index of each ACL list written so far
 	locked   bool             // the caller holds the read lock throughout
 	budget   int              // work allowed per lock hold
-	pause    func()           // called after each release of the lock (tests)
+	pause    func()           // called after each release of the lock, if set
 	work     int              // work done since the lock was taken
 	written  uint64
 	stack    []walkFrame

@@ -64,15 +64,14 @@ func TestSnapshotCopyOnWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snap.budget = 1
 			perPause := 1 + int(seed%3)
 			applied := 0
-			snap.pause = func() {
+			pause := func() {
 				zxid = applyGen(tree, g, zxid, perPause)
 				applied += perPause
 			}
 			var got bytes.Buffer
-			if _, err := snap.WriteTo(&got); err != nil {
+			if _, err := snap.write(&got, 1, pause); err != nil {
 				t.Fatal(err)
 			}
 			snap.Release()
@@ -105,7 +104,6 @@ func TestSnapshotConcurrentWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap.budget = 3
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -120,7 +118,7 @@ func TestSnapshotConcurrentWrites(t *testing.T) {
 			}
 		})
 		var got bytes.Buffer
-		_, err = snap.WriteTo(&got)
+		_, err = snap.write(&got, 3, nil)
 		close(stop)
 		wg.Wait()
 		snap.Release()

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/test/ports"
 	"github.com/zkserverd/zkserverd/txnlog"
@@ -461,12 +462,12 @@ func TestClusterQuorumHealth(t *testing.T) {
 	}
 	t.Logf("follower noticed the leader's end after %v", time.Since(start))
 	newLead := c.leader()
-	waitFor(t, "the follower back in a quorum", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the follower back in a quorum", func() bool {
 		return c.nodes[f].Sync(context.Background()) == nil && c.nodes[f].QuorumHealth(silence) == nil
 	})
 	c.nodes[3-lead-newLead].Close()
 	c.nodes[3-lead-newLead] = nil
-	waitFor(t, "the lone leader out of quorum", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the lone leader out of quorum", func() bool {
 		return c.nodes[newLead].QuorumHealth(silence) != nil
 	})
 }

@@ -2,10 +2,10 @@ package replication
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
-	"github.com/hashicorp/raft"
-
+	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/txnlog"
 )
@@ -65,24 +65,76 @@ func TestLocalEntryNeedsEveryTxn(t *testing.T) {
 	}
 }
 
-// TestLocalEntryDifferingFromItsEncodingPanics checks the guard of test
-// binaries: a local entry that is not what its bytes decode to stops the
-// FSM instead of being applied.
-func TestLocalEntryDifferingFromItsEncodingPanics(t *testing.T) {
-	f := newTestFSM()
-	encoded := &txnlog.Entry{Time: 7, Txns: []*txnlog.Txn{createTxn("/real")}}
-	data := encoded.Encode(nil)
-	other := &txnlog.Entry{Time: 7, Txns: []*txnlog.Txn{createTxn("/other")}}
-	f.local.put(data, other)
-	defer func() {
-		if recover() == nil {
-			t.Fatal("a local entry differing from its encoding was applied")
+// wireRequest returns rec as the server has it: encoded by a client and
+// decoded from the wire into the opcode's request record.
+func wireRequest(t *testing.T, op jute.OpCode, rec jute.Record) jute.Record {
+	t.Helper()
+	e := jute.NewEncoder(nil)
+	rec.Encode(e)
+	got := jute.NewRequest(op)
+	d := jute.NewDecoder(e.Bytes())
+	got.Decode(d)
+	if err := d.Finish(true); err != nil {
+		t.Fatalf("%v: decode the request: %v", op, err)
+	}
+	return got
+}
+
+// TestLocalEntriesDecodeToThemselves: the FSM applies the transactions a
+// member packed into an entry without decoding it (localEntries), so every
+// kind of transaction a member proposes must be exactly what its encoding
+// decodes to, or members that decode the entry would diverge.
+func TestLocalEntriesDecodeToThemselves(t *testing.T) {
+	ids := []jute.ID{{Scheme: "ip", ID: "127.0.0.1"}, {Scheme: "digest", ID: "bob:x"}}
+	client := func(op jute.OpCode, rec jute.Record) *txnlog.Txn {
+		return &txnlog.Txn{RequestID: 7<<56 | 1, Owner: 7, Tree: datatree.Txn{Type: op, SessionID: 0x700000000000001, IDs: ids,
+			Request: wireRequest(t, op, rec)}}
+	}
+	tests := []struct {
+		name string
+		txn  *txnlog.Txn
+	}{
+		{"create", client(jute.OpCreate, &jute.CreateRequest{Path: "/a", Data: []byte("x"), ACL: jute.OpenACLUnsafe})},
+		{"create2 without data", client(jute.OpCreate2, &jute.CreateRequest{Path: "/b", ACL: jute.CreatorAllACL, Flags: jute.ModeEphemeralSequential})},
+		{"create container", client(jute.OpCreateContainer, &jute.CreateRequest{Path: "/c", Data: []byte{}, ACL: jute.OpenACLUnsafe, Flags: jute.ModeContainer})},
+		{"create TTL", client(jute.OpCreateTTL, &jute.CreateTTLRequest{Path: "/t", ACL: jute.OpenACLUnsafe, Flags: jute.ModePersistentWithTTL, TTL: 500})},
+		{"delete", client(jute.OpDelete, &jute.DeleteRequest{Path: "/a", Version: 3})},
+		{"set data", client(jute.OpSetData, &jute.SetDataRequest{Path: "/a", Data: []byte("y"), Version: -1})},
+		{"set empty data", client(jute.OpSetData, &jute.SetDataRequest{Path: "/a", Version: -1})},
+		{"set ACL", client(jute.OpSetACL, &jute.SetACLRequest{Path: "/a", ACL: jute.ReadACLUnsafe, Version: 0})},
+		{"check", client(jute.OpCheck, &jute.CheckVersionRequest{Path: "/a", Version: 2})},
+		{"multi", client(jute.OpMulti, &jute.MultiRequest{Ops: []jute.MultiOp{
+			{Type: jute.OpCreate, Request: &jute.CreateRequest{Path: "/m", ACL: jute.OpenACLUnsafe}},
+			{Type: jute.OpCheck, Request: &jute.CheckVersionRequest{Path: "/m", Version: 0}},
+			{Type: jute.OpSetData, Request: &jute.SetDataRequest{Path: "/m", Data: []byte("z"), Version: -1}},
+			{Type: jute.OpDelete, Request: &jute.DeleteRequest{Path: "/m", Version: -1}},
+		}})},
+		{"reconfig", client(jute.OpReconfig, &jute.ReconfigRequest{JoiningServers: "server.4=127.0.0.1:2888:3888;2181", CurConfigID: -1})},
+		{"create session", &txnlog.Txn{RequestID: 2, Owner: 7, Timeout: 30000, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: 0x700000000000002}}},
+		{"close session", &txnlog.Txn{RequestID: 3, Tree: datatree.Txn{Type: jute.OpCloseSession, SessionID: 0x700000000000002}}},
+		{"move session", &txnlog.Txn{RequestID: 4, Owner: 2, Tree: datatree.Txn{Type: txnlog.OpMoveSession, SessionID: 0x700000000000002}}},
+		{"delete container", &txnlog.Txn{Tree: datatree.Txn{Type: jute.OpDeleteContainer, Request: &jute.PathRequest{Path: "/c"}}}},
+		{"failed write", txnlog.Failed(client(jute.OpSetData, &jute.SetDataRequest{Path: "/gone", Data: []byte("big"), Version: -1}), jute.NoNode)},
+	}
+	var batch []proposal
+	for _, tc := range tests {
+		batch = append(batch, proposal{txn: tc.txn})
+	}
+	const now = 1795328583539
+	local := localEntry(batch, now)
+	entry := txnlog.EntryHeader(nil, now, len(batch))
+	for i := range batch {
+		entry = batch[i].appendTo(entry)
+	}
+	decoded, err := txnlog.Decode(entry)
+	if err != nil || local == nil || len(decoded.Txns) != len(tests) || decoded.Time != local.Time {
+		t.Fatalf("decode = %+v, %v; local entry %+v", decoded, err, local)
+	}
+	for i, tc := range tests {
+		if !reflect.DeepEqual(decoded.Txns[i], local.Txns[i]) {
+			t.Errorf("%s: the local transaction differs from its encoding:\nlocal   %+v\ndecoded %+v", tc.name, local.Txns[i], decoded.Txns[i])
 		}
-		if _, _, code := f.tree.Load().GetData("/other", nil, nil); code != jute.NoNode {
-			t.Fatal("the differing local entry reached the tree")
-		}
-	}()
-	f.Apply(&raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: data})
+	}
 }
 
 func TestAppliedIndexWakesWaitersOnAdvance(t *testing.T) {

@@ -45,7 +45,9 @@ type Config struct {
 	// DataDir holds raft snapshots; LogDir holds the raft log (raft.db).
 	// LogDir defaults to DataDir.
 	DataDir, LogDir string
-	// InMemory keeps log, stable store and snapshots in memory (tests).
+	// InMemory keeps log, stable store and snapshots in memory: nothing
+	// survives Close. For a throwaway member embedded in another program
+	// (tests, the benchmark's in-process server). Seed refuses it.
 	InMemory bool
 	// ForceSync fsyncs the log before an entry counts as written. Turning it
 	// off loses the durability guarantee; it exists for benchmarks.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
@@ -152,7 +153,7 @@ func TestAnnounceSendsAnEntrylessAppendCheckedAtTheIndex(t *testing.T) {
 
 func waitSent(t *testing.T, rec *recordingTransport, n int) []sentAppend {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d appends sent", n), func() bool { return len(rec.sentSoFar()) >= n })
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%d appends sent", n), func() bool { return len(rec.sentSoFar()) >= n })
 	return rec.sentSoFar()
 }
 
@@ -191,24 +192,13 @@ func TestCommitsReachFollowersWithoutCommitTimeout(t *testing.T) {
 				}
 			}
 			for _, f := range followers {
-				waitFor(t, fmt.Sprintf("member %d applies %s", f+1, path), func() bool {
+				testutil.Eventually(t, 10*time.Second, fmt.Sprintf("member %d applies %s", f+1, path), func() bool {
 					_, _, code := c.nodes[f].Tree().GetData(path, nil, nil)
 					return code == jute.OK
 				})
 			}
 		})
 	}
-}
-
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("%s: not within 10s", what)
 }
 
 // TestAnnounceRetriesAFollowerStillStoringTheEntry: a follower that does

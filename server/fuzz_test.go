@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/servertest"
@@ -42,11 +43,11 @@ func FuzzServer(f *testing.F) {
 	f.Add(int32(1), int32(jute.OpMulti), mixed, append(binary.BigEndian.AppendUint32(nil, uint32(len(next))), next...))
 	f.Add(int32(1), int32(jute.OpMultiRead), mixed, []byte(nil))
 
-	cfg := servertest.Config(f.TempDir())
+	cfg := testutil.Config(f.TempDir())
 	cfg.ExtendedTypesEnabled = true
 	srv := servertest.Start(f, server.Options{Config: cfg, InMemory: true})
 	addr := srv.Addr().String()
-	client := wellBehavedClient(f, addr)
+	client, _ := testutil.Connect(f, addr, 10*time.Second)
 	var sess sessionCreds
 	var n atomic.Int64
 	f.Fuzz(func(t *testing.T, xid, op int32, body, tail []byte) {
@@ -154,31 +155,6 @@ func handshake(t *testing.T, c net.Conn, br *bufio.Reader, sess *sessionCreds) b
 	sess.id, sess.passwd = resp.SessionID, resp.Passwd
 	return true
 }
-
-// wellBehavedClient opens the go-zookeeper session that checks the server
-// after each input; it is closed when the fuzz target ends.
-func wellBehavedClient(f *testing.F, addr string) *zk.Conn {
-	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietLogger{}))
-	if err != nil {
-		f.Fatalf("connect: %v", err)
-	}
-	f.Cleanup(c.Close)
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case ev := <-events:
-			if ev.State == zk.StateHasSession {
-				return c
-			}
-		case <-deadline:
-			f.Fatal("no session for the well-behaved client within 10 s")
-		}
-	}
-}
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}
 
 // checkCreateAndRead creates path with some data, reads it back and
 // deletes it again.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/session"
 	"github.com/zkserverd/zkserverd/test/ports"
@@ -34,18 +35,6 @@ func loneMember(t *testing.T) (*Server, func()) {
 		return startOpsServer(t, Options{Config: cfg, InMemory: true})
 	}
 	return member(1), func() { member(2); member(3) }
-}
-
-// waitFor polls cond every 20 ms for at most d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // wireClient speaks the client protocol to a server frame by frame.
@@ -137,7 +126,7 @@ func TestReadOnlyMode(t *testing.T) {
 	if s.Serving() || s.ReadOnly() {
 		t.Fatalf("serving (%v) or read-only (%v) during the grace period", s.Serving(), s.ReadOnly())
 	}
-	waitFor(t, 10*time.Second, "read-only mode", s.readOnly)
+	testutil.Eventually(t, 10*time.Second, "read-only mode", s.readOnly)
 	t.Run("handshake", func(t *testing.T) { testReadOnlyHandshake(t, s) })
 	t.Run("requests", func(t *testing.T) { testReadOnlyRequests(t, s) })
 	t.Run("expiry", func(t *testing.T) { testReadOnlyExpiry(t, s) })
@@ -286,7 +275,7 @@ func testReadOnlyExpiry(t *testing.T, s *Server) {
 	if !w.closedWithin(3 * time.Second) {
 		t.Fatal("silent local session not expired within 3 s")
 	}
-	waitFor(t, 2*time.Second, "the expired session gone", func() bool {
+	testutil.Eventually(t, 2*time.Second, "the expired session gone", func() bool {
 		found := true
 		s.localSessions(func(tr *session.Tracker) { _, found = tr.Expiry(resp.SessionID) })
 		return !found

@@ -16,6 +16,7 @@ import (
 
 	"github.com/zkserverd/zkserverd/acl"
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
 )
@@ -39,7 +40,7 @@ func aclConfig(t *testing.T) conf.Config {
 // aclConnect opens a go-zookeeper session and adds each digest credential.
 func aclConnect(t *testing.T, addr string, creds ...string) *zk.Conn {
 	t.Helper()
-	c, _ := connect(t, addr, 15*time.Second)
+	c, _ := testutil.Connect(t, addr, 15*time.Second)
 	for _, cred := range creds {
 		if err := c.AddAuth("digest", []byte(cred)); err != nil {
 			t.Fatalf("addauth digest %s: %v", cred, err)
@@ -633,12 +634,12 @@ func TestACLFailedAuthClosesConnection(t *testing.T) {
 		})
 	}
 	t.Run("go-zookeeper", func(t *testing.T) {
-		c, events := connect(t, addr, 15*time.Second)
+		c, events := testutil.Connect(t, addr, 15*time.Second)
 		sid := c.SessionID()
 		if err := c.AddAuth("nosuchscheme", []byte("x")); zkCode(t, err) != jute.AuthFailed {
 			t.Fatalf("addauth nosuchscheme = %v, want AuthFailed", err)
 		}
-		waitState(t, events, zk.StateHasSession, 10*time.Second)
+		testutil.WaitState(t, events, zk.StateHasSession, 10*time.Second)
 		if c.SessionID() != sid {
 			t.Fatalf("session changed from 0x%x to 0x%x", sid, c.SessionID())
 		}
@@ -816,7 +817,7 @@ func writeUsersFile(t *testing.T, password string) string {
 // checkUsersFileAuth exercises the usersfile scheme on a server that has it.
 func checkUsersFileAuth(t *testing.T, addr, password string) {
 	t.Helper()
-	c, _ := connect(t, addr, 20*time.Second)
+	c, _ := testutil.Connect(t, addr, 20*time.Second)
 	if err := c.AddAuth("usersfile", []byte("alice:"+password)); err != nil {
 		t.Fatalf("addauth usersfile: %v", err)
 	}

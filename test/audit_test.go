@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/ops"
 )
@@ -54,7 +55,7 @@ func TestAuditLogOneLinePerWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	c, _ := connect(t, srv.Addr().String(), 4*time.Second)
+	c, _ := testutil.Connect(t, srv.Addr().String(), 4*time.Second)
 	if err := c.AddAuth("digest", []byte("alice:secret")); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestAuditLogOneLinePerWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []map[string]any
-	eventually(t, 5*time.Second, "two audit lines", func() bool {
+	testutil.Eventually(t, 5*time.Second, "two audit lines", func() bool {
 		got = logs.lines()
 		return len(got) >= 2 // the create and the failed delete; the read is not audited
 	})

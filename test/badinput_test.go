@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
@@ -262,7 +263,7 @@ func sendBad(t *testing.T, addr string, payload []byte, closing bool) badReply {
 // a znode.
 func checkWellBehavedClient(t *testing.T, addr string) {
 	t.Helper()
-	c, _ := connect(t, addr, 5*time.Second)
+	c, _ := testutil.Connect(t, addr, 5*time.Second)
 	path, err := c.Create("/well-behaved", []byte("ok"), 0, zk.WorldACL(zk.PermAll))
 	if err != nil {
 		t.Fatalf("create after bad input: %v", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 )
 
 // The chaos test runs an ensemble whose members reach each other through
@@ -484,7 +485,7 @@ func (r *chaosRun) finalReads(admin *chaosClient) {
 	var reg, ctr int
 	var ctrStat *zk.Stat
 	var regCall, regRet, ctrCall, ctrRet int64
-	eventually(r.t, 20*time.Second, "final reads", func() bool {
+	testutil.Eventually(r.t, 20*time.Second, "final reads", func() bool {
 		var err1, err2 error
 		regCall = r.now()
 		reg, _, err1 = syncGet(admin.conn, regPath)

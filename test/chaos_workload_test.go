@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 )
 
 // The chaos workloads: each client runs one of them in its own goroutine
@@ -54,7 +55,7 @@ type chaosClient struct {
 // newChaosClient connects to servers and waits for a session (bounded);
 // start is the run's clock.
 func newChaosClient(id int, servers []string, start time.Time) (*chaosClient, error) {
-	conn, events, err := zk.Connect(servers, chaosSessionTimeout, zk.WithLogger(quietLogger{}))
+	conn, events, err := zk.Connect(servers, chaosSessionTimeout, zk.WithLogger(testutil.QuietLogger{}))
 	if err != nil {
 		return nil, fmt.Errorf("client %d: connect: %w", id, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/ops"
@@ -74,7 +76,7 @@ func (e *ensemble) launch(serving int) {
 func (e *ensemble) start(i int) {
 	e.t.Helper()
 	o := ops.New(ops.Options{})
-	srv, err := server.New(server.Options{Config: e.cfgs[i], Logger: testLogger(e.t), Operator: o})
+	srv, err := server.New(server.Options{Config: e.cfgs[i], Logger: testutil.Logger(e.t, slog.LevelInfo), Operator: o})
 	if err != nil {
 		e.t.Fatalf("member %d: %v", i+1, err)
 	}
@@ -104,7 +106,7 @@ func (e *ensemble) stop(i int) {
 
 // mode returns a member's Mode line from srvr.
 func (e *ensemble) mode(i int) string {
-	out, err := fourLetter(e.addr(i), "srvr")
+	out, err := testutil.FourLetter(e.addr(i), "srvr")
 	if err != nil {
 		return ""
 	}
@@ -120,7 +122,7 @@ func (e *ensemble) mode(i int) string {
 func (e *ensemble) leader() int {
 	e.t.Helper()
 	var lead int
-	eventually(e.t, 15*time.Second, "a leader", func() bool {
+	testutil.Eventually(e.t, 15*time.Second, "a leader", func() bool {
 		for i, s := range e.servers {
 			if s != nil && e.mode(i) == "leader" {
 				lead = i
@@ -139,7 +141,7 @@ func TestEnsembleReplicatesAndReadsLocally(t *testing.T) {
 	if m := e.mode(follower); m != "follower" {
 		t.Fatalf("member %d mode %q", follower+1, m)
 	}
-	c, _ := connect(t, e.addr(follower), 4*time.Second)
+	c, _ := testutil.Connect(t, e.addr(follower), 4*time.Second)
 	for i := 0; i < 20; i++ {
 		if _, err := c.Create(fmt.Sprintf("/n%d", i), []byte{byte(i)}, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
@@ -149,24 +151,24 @@ func TestEnsembleReplicatesAndReadsLocally(t *testing.T) {
 	if data, st, err := c.Get("/n19"); err != nil || data[0] != 19 || st.Czxid>>32 == 0 {
 		t.Fatalf("read own write on a follower: %v %+v %v", data, st, err)
 	}
-	other, _ := connect(t, e.addr((lead+2)%3), 4*time.Second)
+	other, _ := testutil.Connect(t, e.addr((lead+2)%3), 4*time.Second)
 	if _, err := other.Sync("/"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _, err := other.Exists("/n19"); err != nil || !ok {
 		t.Fatalf("read after sync on another follower: %v %v", ok, err)
 	}
-	leadMntr, _ := fourLetter(e.addr(lead), "mntr")
+	leadMntr, _ := testutil.FourLetter(e.addr(lead), "mntr")
 	for _, want := range []string{"zk_server_state\tleader\n", "zk_peer_state\tleading - broadcast\n",
 		"zk_synced_followers\t2\n", "zk_learners\t2\n", "zk_quorum_size\t2\n"} {
 		if !strings.Contains(leadMntr, want) {
 			t.Errorf("leader mntr lacks %q", want)
 		}
 	}
-	if srvr, _ := fourLetter(e.addr(lead), "srvr"); !strings.Contains(srvr, "Proposal sizes last/min/max: ") {
+	if srvr, _ := testutil.FourLetter(e.addr(lead), "srvr"); !strings.Contains(srvr, "Proposal sizes last/min/max: ") {
 		t.Errorf("leader srvr lacks the proposal sizes line:\n%s", srvr)
 	}
-	if f, _ := fourLetter(e.addr(follower), "mntr"); !strings.Contains(f, "zk_peer_state\tfollowing - broadcast\n") {
+	if f, _ := testutil.FourLetter(e.addr(follower), "mntr"); !strings.Contains(f, "zk_peer_state\tfollowing - broadcast\n") {
 		t.Errorf("follower mntr lacks its peer state:\n%s", f)
 	}
 	data, _, err := other.Get("/zookeeper/config")
@@ -179,7 +181,7 @@ func TestEnsembleSessionSurvivesLeaderFailover(t *testing.T) {
 	e := startEnsemble(t, 3)
 	lead := e.leader()
 	follower := (lead + 1) % 3
-	c, _ := connect(t, e.addr(follower), 4*time.Second)
+	c, _ := testutil.Connect(t, e.addr(follower), 4*time.Second)
 	sid := c.SessionID()
 	if _, err := c.Create("/eph", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
@@ -189,7 +191,7 @@ func TestEnsembleSessionSurvivesLeaderFailover(t *testing.T) {
 	newLead := e.leader()
 	t.Logf("new leader (member %d) after %v", newLead+1, time.Since(start))
 	var err error
-	eventually(t, 10*time.Second, "a write after failover", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a write after failover", func() bool {
 		_, err = c.Create("/after", nil, 0, zk.WorldACL(zk.PermAll))
 		return err == nil || errors.Is(err, zk.ErrNodeExists)
 	})
@@ -215,8 +217,8 @@ func TestEnsembleExpiryRemovesEphemeralEverywhere(t *testing.T) {
 	// Silence: the leader expires the session; every member deletes it.
 	raw.expectClosed(10 * time.Second)
 	for i := range e.servers {
-		c, _ := connect(t, e.addr(i), 4*time.Second)
-		eventually(t, 5*time.Second, fmt.Sprintf("ephemeral gone on member %d", i+1), func() bool {
+		c, _ := testutil.Connect(t, e.addr(i), 4*time.Second)
+		testutil.Eventually(t, 5*time.Second, fmt.Sprintf("ephemeral gone on member %d", i+1), func() bool {
 			ok, _, err := c.Exists("/gone")
 			return err == nil && !ok
 		})
@@ -245,7 +247,7 @@ func TestEnsembleResumeOnAnotherMember(t *testing.T) {
 
 func TestEnsembleRestartEveryMemberKeepsWrites(t *testing.T) {
 	e := startEnsemble(t, 3)
-	c, _ := connect(t, e.addr(0), 4*time.Second)
+	c, _ := testutil.Connect(t, e.addr(0), 4*time.Second)
 	var mu sync.Mutex
 	acked := map[string]bool{}
 	for i := 0; i < 100; i++ {
@@ -268,7 +270,7 @@ func TestEnsembleRestartEveryMemberKeepsWrites(t *testing.T) {
 		e.waitServing(i)
 	}
 	for i := range e.servers {
-		c, _ := connect(t, e.addr(i), 4*time.Second)
+		c, _ := testutil.Connect(t, e.addr(i), 4*time.Second)
 		for p := range acked {
 			if data, _, err := c.Get(p); err != nil || string(data) != p {
 				t.Fatalf("member %d lost %s after a full restart: %v", i+1, p, err)
@@ -282,7 +284,7 @@ func TestEnsembleObserverServesReads(t *testing.T) {
 	if m := e.mode(3); m != "observer" {
 		t.Fatalf("member 4 mode %q, want observer", m)
 	}
-	c, _ := connect(t, e.addr(3), 4*time.Second)
+	c, _ := testutil.Connect(t, e.addr(3), 4*time.Second)
 	if _, err := c.Create("/via-observer", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -297,13 +299,13 @@ func TestEnsembleFiveMembersToleratesTwoFailures(t *testing.T) {
 	}
 	e := startEnsemble(t, 5)
 	lead := e.leader()
-	c, _ := connect(t, e.addr((lead+1)%5), 4*time.Second)
+	c, _ := testutil.Connect(t, e.addr((lead+1)%5), 4*time.Second)
 	if _, err := c.Create("/five", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	e.stop(lead)
 	e.stop((lead + 2) % 5)
-	eventually(t, 15*time.Second, "a write with two members down", func() bool {
+	testutil.Eventually(t, 15*time.Second, "a write with two members down", func() bool {
 		_, err := c.Set("/five", []byte("still"), -1)
 		return err == nil
 	})

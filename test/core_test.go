@@ -10,12 +10,13 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
 func TestCRUD(t *testing.T) {
 	srv := startServer(t, testConfig(t, t.TempDir()))
-	c, _ := connect(t, srv.Addr().String(), 4*time.Second)
+	c, _ := testutil.Connect(t, srv.Addr().String(), 4*time.Second)
 	acl := zk.WorldACL(zk.PermAll)
 
 	path, err := c.Create("/app", []byte("v0"), 0, acl)
@@ -83,7 +84,7 @@ func TestCRUD(t *testing.T) {
 
 func TestSystemNodes(t *testing.T) {
 	srv := startServer(t, testConfig(t, t.TempDir()))
-	c, _ := connect(t, srv.Addr().String(), 4*time.Second)
+	c, _ := testutil.Connect(t, srv.Addr().String(), 4*time.Second)
 	kids, st, err := c.Children("/zookeeper")
 	sort.Strings(kids)
 	if err != nil || fmt.Sprint(kids) != "[config quota]" || st.Cversion != -2 {
@@ -100,7 +101,7 @@ func TestSystemNodes(t *testing.T) {
 
 func TestSequentialNames(t *testing.T) {
 	srv := startServer(t, testConfig(t, t.TempDir()))
-	c, _ := connect(t, srv.Addr().String(), 4*time.Second)
+	c, _ := testutil.Connect(t, srv.Addr().String(), 4*time.Second)
 	acl := zk.WorldACL(zk.PermAll)
 	if _, err := c.Create("/q", nil, 0, acl); err != nil {
 		t.Fatal(err)
@@ -131,8 +132,8 @@ func TestSequentialNames(t *testing.T) {
 
 func TestEphemeralRemovedOnClose(t *testing.T) {
 	srv := startServer(t, testConfig(t, t.TempDir()))
-	owner, _ := connect(t, srv.Addr().String(), 4*time.Second)
-	watcher, _ := connect(t, srv.Addr().String(), 4*time.Second)
+	owner, _ := testutil.Connect(t, srv.Addr().String(), 4*time.Second)
+	watcher, _ := testutil.Connect(t, srv.Addr().String(), 4*time.Second)
 	if _, err := owner.Create("/lock", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestEphemeralRemovedOnExpiry(t *testing.T) {
 	if h.Err != jute.OK {
 		t.Fatalf("create ephemeral: %v", h.Err)
 	}
-	other, _ := connect(t, addr, 4*time.Second)
+	other, _ := testutil.Connect(t, addr, 4*time.Second)
 	start := time.Now()
 	// The raw client now stays silent: no pings. The server must expire the
 	// session between timeout and timeout+tick, close the connection, and
@@ -171,7 +172,7 @@ func TestEphemeralRemovedOnExpiry(t *testing.T) {
 	if el := time.Since(start); el < 350*time.Millisecond {
 		t.Fatalf("session expired after %v, before its 400ms timeout", el)
 	}
-	eventually(t, 5*time.Second, "ephemeral deleted", func() bool {
+	testutil.Eventually(t, 5*time.Second, "ephemeral deleted", func() bool {
 		ok, _, err := other.Exists("/eph")
 		return err == nil && !ok
 	})
@@ -219,7 +220,7 @@ func TestSessionResume(t *testing.T) {
 
 func TestMulti(t *testing.T) {
 	srv := startServer(t, testConfig(t, t.TempDir()))
-	c, _ := connect(t, srv.Addr().String(), 4*time.Second)
+	c, _ := testutil.Connect(t, srv.Addr().String(), 4*time.Second)
 	acl := zk.WorldACL(zk.PermAll)
 	res, err := c.Multi(
 		&zk.CreateRequest{Path: "/m", Data: []byte("x"), Acl: acl},

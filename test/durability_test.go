@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
@@ -39,7 +40,7 @@ func kill9KeepsAcknowledgedWrites(t *testing.T, extraConfig string) {
 		t.Fatalf("create ephemeral: %v", h.Err)
 	}
 
-	c, _ := connect(t, p.addr, 4*time.Second)
+	c, _ := testutil.Connect(t, p.addr, 4*time.Second)
 	var mu sync.Mutex
 	acked := map[string]bool{}
 	var wg sync.WaitGroup
@@ -64,7 +65,7 @@ func kill9KeepsAcknowledgedWrites(t *testing.T, extraConfig string) {
 			}
 		}(w)
 	}
-	eventually(t, 20*time.Second, "some writes acknowledged", func() bool {
+	testutil.Eventually(t, 20*time.Second, "some writes acknowledged", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(acked) >= 200
@@ -78,7 +79,7 @@ func kill9KeepsAcknowledgedWrites(t *testing.T, extraConfig string) {
 	wg.Wait()
 
 	p2 := startProcess(t, dir, port, extraConfig)
-	c2, _ := connect(t, p2.addr, 4*time.Second)
+	c2, _ := testutil.Connect(t, p2.addr, 4*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	for path := range acked {
@@ -109,7 +110,7 @@ func TestSIGTERMShutsDownCleanly(t *testing.T) {
 	dir := t.TempDir()
 	port := freePort(t)
 	p := startProcess(t, dir, port)
-	c, _ := connect(t, p.addr, 4*time.Second)
+	c, _ := testutil.Connect(t, p.addr, 4*time.Second)
 	if _, err := c.Create("/kept", []byte("yes"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestSIGTERMShutsDownCleanly(t *testing.T) {
 		t.Fatal("server did not exit within 15s of SIGTERM")
 	}
 	p2 := startProcess(t, dir, port)
-	c2, _ := connect(t, p2.addr, 4*time.Second)
+	c2, _ := testutil.Connect(t, p2.addr, 4*time.Second)
 	if data, _, err := c2.Get("/kept"); err != nil || string(data) != "yes" {
 		t.Fatalf("after restart: %q %v", data, err)
 	}

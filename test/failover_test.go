@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 )
 
 // What a client sees when members fail, as with ZooKeeper: Disconnected,
@@ -82,7 +83,7 @@ func (l *eventLog) mark() int {
 func (l *eventLog) waitFor(t *testing.T, from int, s zk.State, d time.Duration) int {
 	t.Helper()
 	at := -1
-	eventually(t, d, "client state "+s.String(), func() bool {
+	testutil.Eventually(t, d, "client state "+s.String(), func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		for i := from; i < len(l.states); i++ {
@@ -114,7 +115,7 @@ func (l *eventLog) count(s zk.State) int {
 func zkClient(t *testing.T, hosts []string, timeout time.Duration) (*zk.Conn, *eventLog) {
 	t.Helper()
 	events := &eventLog{}
-	c, _, err := zk.Connect(hosts, timeout, zk.WithLogger(quietLogger{}),
+	c, _, err := zk.Connect(hosts, timeout, zk.WithLogger(testutil.QuietLogger{}),
 		zk.WithHostProvider(&fixedHosts{servers: hosts}), zk.WithEventCallback(events.record))
 	if err != nil {
 		t.Fatalf("connect %v: %v", hosts, err)
@@ -314,7 +315,7 @@ func TestFailoverIsolatedMemberDisconnectsClients(t *testing.T) {
 			if bound := 1500*time.Millisecond + 500*time.Millisecond; took > bound {
 				t.Fatalf("disconnected after %v, want within syncLimit*tickTime (%v)", took, bound)
 			}
-			other, _ := connect(t, e.addr((target+1)%3), 4*time.Second)
+			other, _ := testutil.Connect(t, e.addr((target+1)%3), 4*time.Second)
 			if _, err := other.Sync("/"); err != nil {
 				t.Fatalf("sync on the majority: %v", err)
 			}
@@ -331,7 +332,7 @@ func TestFailoverIsolatedMemberDisconnectsClients(t *testing.T) {
 // memberZxid returns the Zxid line of a member's srvr.
 func memberZxid(t *testing.T, addr string) int64 {
 	t.Helper()
-	out, err := fourLetter(addr, "srvr")
+	out, err := testutil.FourLetter(addr, "srvr")
 	if err != nil {
 		t.Fatalf("srvr %s: %v", addr, err)
 	}
@@ -370,7 +371,7 @@ func TestFailoverMovesCostNoZxid(t *testing.T) {
 	}
 	last := st.Mzxid
 	for i := range e.servers {
-		eventually(t, 5*time.Second, "every member at the write's zxid", func() bool { return memberZxid(t, e.addr(i)) == last })
+		testutil.Eventually(t, 5*time.Second, "every member at the write's zxid", func() bool { return memberZxid(t, e.addr(i)) == last })
 	}
 	const moves = 5
 	for m := 0; m < moves; m++ {

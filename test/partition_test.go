@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/server"
 )
 
@@ -81,15 +82,15 @@ func setLinks(links [][]*linkProxy, sel func(from, to int) bool, state linkState
 func TestEnsemblePartitionedLeader(t *testing.T) {
 	e, links := proxiedEnsemble(t, 3)
 	old := e.leader()
-	minority, _ := connect(t, e.addr(old), 4*time.Second)
+	minority, _ := testutil.Connect(t, e.addr(old), 4*time.Second)
 	majorityMember := (old + 1) % 3
-	majority, _ := connect(t, e.addr(majorityMember), 4*time.Second)
+	majority, _ := testutil.Connect(t, e.addr(majorityMember), 4*time.Second)
 	if _, err := majority.Create("/before", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	isolate(links, old, true)
 	var newLead int
-	eventually(t, 15*time.Second, "a new leader in the majority", func() bool {
+	testutil.Eventually(t, 15*time.Second, "a new leader in the majority", func() bool {
 		for i := range e.servers {
 			if i != old && e.mode(i) == "leader" {
 				newLead = i
@@ -99,7 +100,7 @@ func TestEnsemblePartitionedLeader(t *testing.T) {
 		return false
 	})
 	t.Logf("member %d isolated; member %d leads", old+1, newLead+1)
-	eventually(t, 10*time.Second, "a write in the majority", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a write in the majority", func() bool {
 		_, err := majority.Create("/during", nil, 0, zk.WorldACL(zk.PermAll))
 		return err == nil
 	})
@@ -116,14 +117,14 @@ func TestEnsemblePartitionedLeader(t *testing.T) {
 		}
 	case <-ctx.Done():
 	}
-	eventually(t, 10*time.Second, "the isolated member refusing clients", func() bool {
-		out, _ := fourLetter(e.addr(old), "srvr")
+	testutil.Eventually(t, 10*time.Second, "the isolated member refusing clients", func() bool {
+		out, _ := testutil.FourLetter(e.addr(old), "srvr")
 		return out == "This ZooKeeper instance is not currently serving requests\n"
 	})
 
 	isolate(links, old, false)
-	c, _ := connect(t, e.addr(old), 4*time.Second)
-	eventually(t, 15*time.Second, "the old leader catching up", func() bool {
+	c, _ := testutil.Connect(t, e.addr(old), 4*time.Second)
+	testutil.Eventually(t, 15*time.Second, "the old leader catching up", func() bool {
 		ok, _, err := c.Exists("/during")
 		return err == nil && ok
 	})
@@ -142,7 +143,7 @@ func TestEnsemblePartitionedLeader(t *testing.T) {
 func TestEnsembleDeposedLeaderRestarts(t *testing.T) {
 	e, links := proxiedEnsemble(t, 3)
 	old := e.leader()
-	minority, _ := connect(t, e.addr(old), 4*time.Second)
+	minority, _ := testutil.Connect(t, e.addr(old), 4*time.Second)
 	if _, err := minority.Create("/x", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -151,14 +152,14 @@ func TestEnsembleDeposedLeaderRestarts(t *testing.T) {
 	for i := range 5 {
 		minority.Set("/x", []byte("minority"+strconv.Itoa(i)), -1)
 	}
-	majority, _ := connect(t, e.addr((old+1)%3), 4*time.Second)
-	eventually(t, 15*time.Second, "writes in the majority", func() bool {
+	majority, _ := testutil.Connect(t, e.addr((old+1)%3), 4*time.Second)
+	testutil.Eventually(t, 15*time.Second, "writes in the majority", func() bool {
 		_, err := majority.Set("/x", []byte("majority"), -1)
 		return err == nil
 	})
 	isolate(links, old, false)
-	eventually(t, 15*time.Second, "the old leader catching up", func() bool {
-		out, _ := fourLetter(e.addr(old), "srvr")
+	testutil.Eventually(t, 15*time.Second, "the old leader catching up", func() bool {
+		out, _ := testutil.FourLetter(e.addr(old), "srvr")
 		return strings.Contains(out, "Mode: follower")
 	})
 	e.stop(old)
@@ -171,7 +172,7 @@ func TestEnsembleDeposedLeaderRestarts(t *testing.T) {
 		e.start(old)
 	}()
 	e.waitServing(old)
-	c, _ := connect(t, e.addr(old), 4*time.Second)
+	c, _ := testutil.Connect(t, e.addr(old), 4*time.Second)
 	if _, err := c.Sync("/x"); err != nil {
 		t.Fatal(err)
 	}

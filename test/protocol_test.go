@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
@@ -153,7 +154,7 @@ func TestBadInputKeepsServerServing(t *testing.T) {
 		}
 	})
 	// After all of that, a normal client still works.
-	c, _ := connect(t, addr, 4*time.Second)
+	c, _ := testutil.Connect(t, addr, 4*time.Second)
 	if _, _, err := c.Get("/"); err != nil {
 		t.Fatalf("server stopped serving: %v", err)
 	}
@@ -179,7 +180,7 @@ func TestFourLetterWords(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	srv := startServer(t, cfg)
 	addr := srv.Addr().String()
-	connect(t, addr, 4*time.Second)
+	testutil.Connect(t, addr, 4*time.Second)
 	checks := []struct {
 		cmd   string
 		wants []string
@@ -200,7 +201,7 @@ func TestFourLetterWords(t *testing.T) {
 	}
 	for _, check := range checks {
 		cmd, wants := check.cmd, check.wants
-		out, err := fourLetter(addr, cmd)
+		out, err := testutil.FourLetter(addr, cmd)
 		if err != nil {
 			t.Fatalf("%s: %v", cmd, err)
 		}
@@ -217,13 +218,13 @@ func TestFourLetterWordWhitelist(t *testing.T) {
 	cfg.FourLetterWordWhitelist = []string{"ruok"}
 	srv := startServer(t, cfg)
 	addr := srv.Addr().String()
-	if out, _ := fourLetter(addr, "mntr"); out != "mntr is not executed because it is not in the whitelist.\n" {
+	if out, _ := testutil.FourLetter(addr, "mntr"); out != "mntr is not executed because it is not in the whitelist.\n" {
 		t.Fatalf("mntr with a whitelist of ruok = %q", out)
 	}
-	if out, _ := fourLetter(addr, "ruok"); out != "imok" {
+	if out, _ := testutil.FourLetter(addr, "ruok"); out != "imok" {
 		t.Fatalf("ruok = %q", out)
 	}
-	if out, _ := fourLetter(addr, "srvr"); !strings.HasPrefix(out, "Zookeeper version:") {
+	if out, _ := testutil.FourLetter(addr, "srvr"); !strings.HasPrefix(out, "Zookeeper version:") {
 		t.Fatalf("srvr is always allowed, got %q", out)
 	}
 }

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
@@ -25,18 +25,6 @@ func roHandshake(t *testing.T, addr string, readOnly bool, sid int64, passwd []b
 	resp, err := r.handshake(jute.ConnectRequest{TimeOut: 6000, SessionID: sid, Passwd: passwd,
 		ReadOnly: readOnly, HasReadOnly: true})
 	return r, resp, err
-}
-
-// fourLetterLine returns the value of the first line of cmd's output that
-// starts with prefix ("" when there is none).
-func fourLetterLine(addr, cmd, prefix string) string {
-	out, _ := fourLetter(addr, cmd)
-	for _, line := range strings.Split(out, "\n") {
-		if v, ok := strings.CutPrefix(line, prefix); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // adminReadOnly asks a member's AdminServer is_read_only.
@@ -92,22 +80,22 @@ func testReadOnlyIsolation(t *testing.T, pick func(leader int) int) {
 	}
 	lastZxid := h.Zxid
 	global.c.Close()
-	if got := fourLetterLine(addr, "isro", ""); got != "rw" {
+	if got := testutil.FourLetterLine(addr, "isro", ""); got != "rw" {
 		t.Fatalf("isro in a quorum = %q, want rw", got)
 	}
 
 	isolate(links, m, true)
-	eventually(t, 20*time.Second, "isro answering ro", func() bool {
-		out, _ := fourLetter(addr, "isro")
+	testutil.Eventually(t, 20*time.Second, "isro answering ro", func() bool {
+		out, _ := testutil.FourLetter(addr, "isro")
 		return out == "ro"
 	})
-	if mode := fourLetterLine(addr, "srvr", "Mode: "); mode != "read-only" {
+	if mode := testutil.FourLetterLine(addr, "srvr", "Mode: "); mode != "read-only" {
 		t.Errorf("srvr Mode = %q, want read-only", mode)
 	}
-	if st := fourLetterLine(addr, "mntr", "zk_server_state\t"); st != "read-only" {
+	if st := testutil.FourLetterLine(addr, "mntr", "zk_server_state\t"); st != "read-only" {
 		t.Errorf("mntr zk_server_state = %q, want read-only", st)
 	}
-	if ps := fourLetterLine(addr, "mntr", "zk_peer_state\t"); ps != "" {
+	if ps := testutil.FourLetterLine(addr, "mntr", "zk_peer_state\t"); ps != "" {
 		t.Errorf("mntr zk_peer_state = %q on the read-only server, want none", ps)
 	}
 	if !adminReadOnly(t, e, m) {
@@ -141,14 +129,14 @@ func testReadOnlyIsolation(t *testing.T, pick func(leader int) int) {
 
 	isolate(links, m, false)
 	ro.expectClosed(30 * time.Second)
-	eventually(t, 20*time.Second, "isro answering rw", func() bool {
-		out, _ := fourLetter(addr, "isro")
+	testutil.Eventually(t, 20*time.Second, "isro answering rw", func() bool {
+		out, _ := testutil.FourLetter(addr, "isro")
 		return out == "rw"
 	})
 	if adminReadOnly(t, e, m) {
 		t.Error("AdminServer is_read_only = true after the heal")
 	}
-	c, _ := connect(t, addr, 4*time.Second)
+	c, _ := testutil.Connect(t, addr, 4*time.Second)
 	if _, err := c.Create("/after", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("write after the heal: %v", err)
 	}
@@ -196,14 +184,14 @@ func TestReadOnlyModeOffIsolatedMember(t *testing.T) {
 	m := (e.leader() + 1) % 3
 	addr := e.addr(m)
 	isolate(links, m, true)
-	eventually(t, 20*time.Second, "isro answering null", func() bool {
-		out, _ := fourLetter(addr, "isro")
+	testutil.Eventually(t, 20*time.Second, "isro answering null", func() bool {
+		out, _ := testutil.FourLetter(addr, "isro")
 		return out == "null"
 	})
 	// Past ZooKeeper's read-only grace period (two seconds) it still serves
 	// nobody.
 	time.Sleep(2500 * time.Millisecond)
-	if out, _ := fourLetter(addr, "isro"); out != "null" {
+	if out, _ := testutil.FourLetter(addr, "isro"); out != "null" {
 		t.Fatalf("isro = %q, want null", out)
 	}
 	for _, readOnly := range []bool{true, false} {

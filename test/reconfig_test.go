@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/server"
 )
 
@@ -37,7 +38,7 @@ func TestEnsembleReconfigAddRemove(t *testing.T) {
 		e.cfgs = append(e.cfgs, cfg)
 	}
 	e.launch(3) // member 4 serves only once it has been added
-	c, _ := connect(t, e.addr(0), 4*time.Second)
+	c, _ := testutil.Connect(t, e.addr(0), 4*time.Second)
 	if _, err := c.Create("/before-join", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestEnsembleReconfigAddRemove(t *testing.T) {
 		t.Fatal("no NodeDataChanged on /zookeeper/config after reconfig")
 	}
 	e.waitServing(3)
-	newcomer, _ := connect(t, e.addr(3), 4*time.Second)
+	newcomer, _ := testutil.Connect(t, e.addr(3), 4*time.Second)
 	if data, _, err := newcomer.Get("/before-join"); err != nil || string(data) != "x" {
 		t.Fatalf("data on the added member: %q %v", data, err)
 	}
@@ -70,8 +71,8 @@ func TestEnsembleReconfigAddRemove(t *testing.T) {
 		t.Fatalf("/zookeeper/config after add = %q %v", cfgData, err)
 	}
 	lead := e.leader()
-	eventually(t, 10*time.Second, "the leader counting 3 synced followers", func() bool {
-		out, _ := fourLetter(e.addr(lead), "mntr")
+	testutil.Eventually(t, 10*time.Second, "the leader counting 3 synced followers", func() bool {
+		out, _ := testutil.FourLetter(e.addr(lead), "mntr")
 		return strings.Contains(out, "zk_synced_followers\t3\n")
 	})
 
@@ -83,15 +84,15 @@ func TestEnsembleReconfigAddRemove(t *testing.T) {
 		t.Fatalf("/zookeeper/config after remove still lists server 4: %q", cfgData)
 	}
 	lead = e.leader()
-	eventually(t, 10*time.Second, "the leader back to 2 followers", func() bool {
-		out, _ := fourLetter(e.addr(lead), "mntr")
+	testutil.Eventually(t, 10*time.Second, "the leader back to 2 followers", func() bool {
+		out, _ := testutil.FourLetter(e.addr(lead), "mntr")
 		return strings.Contains(out, "zk_learners\t2\n")
 	})
 }
 
 func TestReconfigDisabledByDefault(t *testing.T) {
 	e := startEnsemble(t, 3)
-	c, _ := connect(t, e.addr(0), 4*time.Second)
+	c, _ := testutil.Connect(t, e.addr(0), 4*time.Second)
 	if _, err := c.IncrementalReconfig(nil, []string{"3"}, -1); !errors.Is(err, zk.ErrReconfigDisabled) {
 		t.Fatalf("reconfig without reconfigEnabled: %v, want ErrReconfigDisabled", err)
 	}

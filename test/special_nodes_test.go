@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/servertest"
@@ -74,7 +76,7 @@ func (c *reapClock) settle(t *testing.T) {
 // startReapServer runs an in-process server whose reaper uses clk.
 func startReapServer(t *testing.T, cfg conf.Config, clk *reapClock) *server.Server {
 	t.Helper()
-	return servertest.Start(t, server.Options{Config: cfg, Logger: testLogger(t), ReaperClock: clk})
+	return servertest.Start(t, server.Options{Config: cfg, Logger: testutil.Logger(t, slog.LevelInfo), ReaperClock: clk})
 }
 
 func snCreate(t *testing.T, c *zk.Conn, path string, data []byte) {
@@ -164,7 +166,7 @@ func TestContainerReaping(t *testing.T) {
 	if d := <-clk.period; d != 5*time.Second {
 		t.Errorf("check interval %v, want znode.container.checkIntervalMs", d)
 	}
-	c, _ := connect(t, srv.Addr().String(), 10*time.Second)
+	c, _ := testutil.Connect(t, srv.Addr().String(), 10*time.Second)
 	snContainer(t, c, "/used")
 	snCreate(t, c, "/used/child", nil)
 	snDelete(t, c, "/used/child")
@@ -190,7 +192,7 @@ func TestContainerReaping(t *testing.T) {
 func TestCuratorContainerParents(t *testing.T) {
 	clk := newReapClock()
 	srv := startReapServer(t, testConfig(t, t.TempDir()), clk)
-	c, _ := connect(t, srv.Addr().String(), 10*time.Second)
+	c, _ := testutil.Connect(t, srv.Addr().String(), 10*time.Second)
 	snContainer(t, c, "/curator")
 	snContainer(t, c, "/curator/locks")
 	leaf, err := c.Create("/curator/locks/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
@@ -214,7 +216,7 @@ func TestTTLReaping(t *testing.T) {
 	cfg.ExtendedTypesEnabled = true
 	clk := newReapClock()
 	srv := startReapServer(t, cfg, clk)
-	c, _ := connect(t, srv.Addr().String(), 10*time.Second)
+	c, _ := testutil.Connect(t, srv.Addr().String(), 10*time.Second)
 
 	plain := snTTL(t, c, "/plain", time.Millisecond)
 	parent := snTTL(t, c, "/parent", time.Millisecond)
@@ -273,7 +275,7 @@ func TestQuotaEnforced(t *testing.T) {
 	cfg.Extra["zookeeper.enforceQuota"] = "true"
 	srv := startServer(t, cfg)
 	addr := srv.Addr().String()
-	c, _ := connect(t, addr, 10*time.Second)
+	c, _ := testutil.Connect(t, addr, 10*time.Second)
 	snCreate(t, c, "/app", []byte("abc"))
 	snCreate(t, c, "/app/a", nil)
 	// zkCli: setquota -N 3 /app, then setquota -B 10 /app.
@@ -316,7 +318,7 @@ func TestQuotaEnforced(t *testing.T) {
 
 func TestQuotaNotEnforcedByDefault(t *testing.T) {
 	srv := startServer(t, testConfig(t, t.TempDir()))
-	c, _ := connect(t, srv.Addr().String(), 10*time.Second)
+	c, _ := testutil.Connect(t, srv.Addr().String(), 10*time.Second)
 	snCreate(t, c, "/app", nil)
 	setQuota(t, c, "/app", "count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=1")
 	snCreate(t, c, "/app/a", []byte("xy"))
@@ -330,7 +332,7 @@ func TestQuotaNotEnforcedByDefault(t *testing.T) {
 // the system nodes cannot be deleted (semantics.md §13).
 func TestSystemNodeWrites(t *testing.T) {
 	srv := startServer(t, testConfig(t, t.TempDir()))
-	c, _ := connect(t, srv.Addr().String(), 10*time.Second)
+	c, _ := testutil.Connect(t, srv.Addr().String(), 10*time.Second)
 	tests := []struct {
 		name string
 		do   func() error

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/ops"
@@ -410,8 +412,8 @@ func TestWatchTriggers(t *testing.T) {
 // ChildrenW receive the right event on each trigger.
 func TestStandardWatchesGoClient(t *testing.T) {
 	addr := wServer(t)
-	watcher, _ := connect(t, addr, 10*time.Second)
-	writer, _ := connect(t, addr, 10*time.Second)
+	watcher, _ := testutil.Connect(t, addr, 10*time.Second)
+	writer, _ := testutil.Connect(t, addr, 10*time.Second)
 	acl := zk.WorldACL(zk.PermAll)
 	exists := func(p string) (<-chan zk.Event, error) { _, _, ch, err := watcher.ExistsW(p); return ch, err }
 	get := func(p string) (<-chan zk.Event, error) { _, _, ch, err := watcher.GetW(p); return ch, err }
@@ -655,7 +657,7 @@ func TestNotificationBeforeWriteReply(t *testing.T) {
 //     registers its watcher when the reply arrives; an earlier event would
 //     be lost and the watch never fire).
 func TestEventBeforeNewDataOnRead(t *testing.T) {
-	srv, err := server.New(server.Options{Config: wConfig(t), Logger: testLogger(t), InMemory: true, Operator: ops.New(ops.Options{})})
+	srv, err := server.New(server.Options{Config: wConfig(t), Logger: testutil.Logger(t, slog.LevelInfo), InMemory: true, Operator: ops.New(ops.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -667,7 +669,7 @@ func TestEventBeforeNewDataOnRead(t *testing.T) {
 	r := wOpen(t, addr, 30000)
 	r.wMust(wCreateData("/hot", "0"))
 
-	writer, _ := connect(t, addr, 10*time.Second)
+	writer, _ := testutil.Connect(t, addr, 10*time.Second)
 	const writers, perWriter = 4, 400
 	errc := make(chan error, writers)
 	done := make(chan struct{})
@@ -742,7 +744,7 @@ func TestAddWatchBeforeEvents(t *testing.T) {
 	addr := wServer(t)
 	r := wOpen(t, addr, 30000)
 	r.wMust(wCreateData("/aw", "0"))
-	writer, _ := connect(t, addr, 10*time.Second)
+	writer, _ := testutil.Connect(t, addr, 10*time.Second)
 	stop := make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
@@ -1012,8 +1014,8 @@ func TestEphemeralDeletionEvents(t *testing.T) {
 	})
 	t.Run("go client close", func(t *testing.T) {
 		addr := wServer(t)
-		owner, _ := connect(t, addr, 10*time.Second)
-		watcher, _ := connect(t, addr, 10*time.Second)
+		owner, _ := testutil.Connect(t, addr, 10*time.Second)
+		watcher, _ := testutil.Connect(t, addr, 10*time.Second)
 		if _, err := owner.Create("/gone", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
@@ -1232,7 +1234,7 @@ func (p *wproxy) close() {
 // wConnectVia opens a go-zookeeper session through a proxy.
 func wConnectVia(t *testing.T, p *wproxy) *zk.Conn {
 	t.Helper()
-	c, _ := connect(t, p.addr(), 8*time.Second)
+	c, _ := testutil.Connect(t, p.addr(), 8*time.Second)
 	return c
 }
 
@@ -1321,7 +1323,7 @@ func wCreateTree(t *testing.T, c *zk.Conn, paths ...string) {
 // checks that its automatic reconnect (setWatches 101) delivers them.
 func TestGoClientReconnectGetsMissedEvents(t *testing.T) {
 	addr := wServer(t)
-	writer, _ := connect(t, addr, 10*time.Second)
+	writer, _ := testutil.Connect(t, addr, 10*time.Second)
 	wCreateTree(t, writer, "/gz", "/gz/kids", "/gz/same")
 	p := wNewProxy(t, addr)
 	c := wConnectVia(t, p)
@@ -1344,7 +1346,7 @@ func TestWatchesAcrossServerRestart(t *testing.T) {
 	cfg := wConfig(t)
 	srv1 := startServer(t, cfg)
 	addr := srv1.Addr().String()
-	writer1, _ := connect(t, addr, 10*time.Second)
+	writer1, _ := testutil.Connect(t, addr, 10*time.Second)
 	wCreateTree(t, writer1, "/rs", "/rs/kids", "/rs/same")
 	writer1.Close()
 	p := wNewProxy(t, addr)
@@ -1358,7 +1360,7 @@ func TestWatchesAcrossServerRestart(t *testing.T) {
 	}
 	cfg.ClientPort = srv1.Addr().(*net.TCPAddr).Port
 	srv2 := startServer(t, cfg)
-	writer2, _ := connect(t, srv2.Addr().String(), 10*time.Second)
+	writer2, _ := testutil.Connect(t, srv2.Addr().String(), 10*time.Second)
 	wMissEvents(t, writer2, "/rs")
 	p.setDown(false)
 	wCheckGoWatches(t, w, writer2, "/rs")
@@ -1373,7 +1375,7 @@ func TestWatchesAcrossServerRestart(t *testing.T) {
 // wMntr returns one numeric mntr value.
 func wMntr(t *testing.T, addr, key string) int64 {
 	t.Helper()
-	out, err := fourLetter(addr, "mntr")
+	out, err := testutil.FourLetter(addr, "mntr")
 	if err != nil {
 		t.Fatalf("mntr: %v", err)
 	}
@@ -1392,7 +1394,7 @@ func wMntr(t *testing.T, addr, key string) int64 {
 
 func wFourLetter(t *testing.T, addr, cmd string) string {
 	t.Helper()
-	out, err := fourLetter(addr, cmd)
+	out, err := testutil.FourLetter(addr, cmd)
 	if err != nil {
 		t.Fatalf("%s: %v", cmd, err)
 	}
@@ -1443,7 +1445,7 @@ func TestWatchReportsAndLifecycle(t *testing.T) {
 	}
 
 	a.c.Close() // dropped without closeSession: the session lives on, its watches do not
-	eventually(t, 10*time.Second, "a's watches dropped", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a's watches dropped", func() bool {
 		return wMntr(t, addr, "zk_watch_count") == 1
 	})
 	for _, c := range []struct{ cmd, want string }{
@@ -1459,7 +1461,7 @@ func TestWatchReportsAndLifecycle(t *testing.T) {
 	if _, f := b.wDo(wstep{jute.OpCloseSession, nil}); f.hdr.Err != jute.OK {
 		t.Fatalf("closeSession: %v", f.hdr.Err)
 	}
-	eventually(t, 10*time.Second, "b's watches dropped", func() bool {
+	testutil.Eventually(t, 10*time.Second, "b's watches dropped", func() bool {
 		return wMntr(t, addr, "zk_watch_count") == 0
 	})
 	if got := wFourLetter(t, addr, "wchs"); got != "0 connections watching 0 paths\nTotal watches:0\n" {
@@ -1477,7 +1479,7 @@ func TestSlowConsumerDisconnected(t *testing.T) {
 		t.Skip("moves ~100 MB through the server")
 	}
 	cfg := wConfig(t)
-	srv, err := server.New(server.Options{Config: cfg, Logger: testLogger(t), InMemory: true, Operator: ops.New(ops.Options{})})
+	srv, err := server.New(server.Options{Config: cfg, Logger: testutil.Logger(t, slog.LevelInfo), InMemory: true, Operator: ops.New(ops.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1525,7 +1527,7 @@ func TestSlowConsumerDisconnected(t *testing.T) {
 	if n := wMntr(t, addr, "zk_slow_client_disconnects"); n != before+1 {
 		t.Fatalf("zk_slow_client_disconnects went from %d to %d, want one more", before, n)
 	}
-	eventually(t, 10*time.Second, "slow client's watch released", func() bool {
+	testutil.Eventually(t, 10*time.Second, "slow client's watch released", func() bool {
 		return wMntr(t, addr, "zk_watch_count") == 0
 	})
 	// The slow client's socket ends (after what was already buffered).
@@ -1538,7 +1540,7 @@ func TestSlowConsumerDisconnected(t *testing.T) {
 	}
 	// Others are still served.
 	writer.wMust(wSet("/slow", "still here"))
-	c, _ := connect(t, addr, 10*time.Second)
+	c, _ := testutil.Connect(t, addr, 10*time.Second)
 	if data, _, err := c.Get("/slow"); err != nil || string(data) != "still here" {
 		t.Fatalf("new client: %q %v", data, err)
 	}

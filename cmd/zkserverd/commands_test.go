@@ -2,11 +2,12 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkserverd/zkserverd/internal/testutil"
 )
 
 func TestLocalAddr(t *testing.T) {
@@ -19,32 +20,11 @@ func TestLocalAddr(t *testing.T) {
 	}
 }
 
-// fakeFourLetter answers one connection with text.
-func fakeFourLetter(t *testing.T, text string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		buf := make([]byte, 4)
-		c.Read(buf)
-		c.Write([]byte(text))
-		c.Close()
-	}()
-	return ln.Addr().String()
-}
-
 func TestProbeMode(t *testing.T) {
-	if mode, err := probeMode(fakeFourLetter(t, "Zookeeper version: x\nMode: follower\nNode count: 5\n"), time.Second); err != nil || mode != "follower" {
+	if mode, err := probeMode(testutil.FourLetterServer(t, "Zookeeper version: x\nMode: follower\nNode count: 5\n"), time.Second); err != nil || mode != "follower" {
 		t.Fatalf("serving follower: %q %v", mode, err)
 	}
-	if _, err := probeMode(fakeFourLetter(t, "This ZooKeeper instance is not currently serving requests\n"), time.Second); err == nil {
+	if _, err := probeMode(testutil.FourLetterServer(t, "This ZooKeeper instance is not currently serving requests\n"), time.Second); err == nil {
 		t.Fatal("a server without quorum passed the health check")
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/servertest"
@@ -19,13 +19,7 @@ import (
 // startServer runs an in-process zkserverd on a free loopback port.
 func startServer(t *testing.T) string {
 	t.Helper()
-	cfg := conf.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.DataLogDir = cfg.DataDir
-	cfg.ClientPortAddress = "127.0.0.1"
-	cfg.ClientPort = 0
-	cfg.MaxClientCnxns = 0
-	cfg.FourLetterWordWhitelist = []string{"srvr", "mntr"}
+	cfg := testutil.Config(t.TempDir())
 	return servertest.Start(t, server.Options{Config: cfg, InMemory: true}).Addr().String()
 }
 
@@ -174,26 +168,12 @@ func TestConnectScenarioEndsEverySession(t *testing.T) {
 // globalSessions reads zk_global_sessions from the server's mntr.
 func globalSessions(t *testing.T, addr string) string {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
+	v := testutil.FourLetterLine(addr, "mntr", "zk_global_sessions\t")
+	if v == "" {
+		out, err := testutil.FourLetter(addr, "mntr")
+		t.Fatalf("no zk_global_sessions in mntr (%v):\n%s", err, out)
 	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := nc.Write([]byte("mntr")); err != nil {
-		t.Fatal(err)
-	}
-	out, err := io.ReadAll(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(line, "zk_global_sessions\t"); ok {
-			return v
-		}
-	}
-	t.Fatalf("no zk_global_sessions in mntr:\n%s", out)
-	return ""
+	return v
 }
 
 // TestRunWithoutAnswersFails runs against a server that accepts sessions but

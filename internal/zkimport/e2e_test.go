@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/internal/zkimport"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/servertest"
@@ -68,37 +68,10 @@ func expectedAfterImport(golden []goldenNode) (map[string]goldenNode, int) {
 
 func startServer(t *testing.T, dataDir string) string {
 	t.Helper()
-	cfg := conf.Default()
-	cfg.DataDir, cfg.DataLogDir = dataDir, dataDir
-	cfg.ClientPortAddress, cfg.ClientPort = "127.0.0.1", 0
-	cfg.AdminServerPort = 0
+	cfg := testutil.Config(dataDir)
 	cfg.ExtendedTypesEnabled = true
 	cfg.ContainerCheckIntervalMs = int(time.Hour / time.Millisecond) // keep /c2 and /ttl
 	return servertest.Start(t, server.Options{Config: cfg}).Addr().String()
-}
-
-type quiet struct{}
-
-func (quiet) Printf(string, ...any) {}
-
-func connect(t *testing.T, addr string) *zk.Conn {
-	t.Helper()
-	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	timeout := time.After(15 * time.Second)
-	for {
-		select {
-		case e := <-events:
-			if e.State == zk.StateHasSession {
-				return c
-			}
-		case <-timeout:
-			t.Fatal("no session")
-		}
-	}
 }
 
 // walk returns every node reachable from "/" through the client.
@@ -167,7 +140,7 @@ func TestImportZooKeeper38EndToEnd(t *testing.T) {
 	}
 
 	t.Logf("summary: %+v\n%s", *sum, progress.String())
-	c := connect(t, startServer(t, to))
+	c, _ := testutil.Connect(t, startServer(t, to), 10*time.Second)
 	if err := c.AddAuth("digest", []byte("alice:secret")); err != nil {
 		t.Fatal(err)
 	}

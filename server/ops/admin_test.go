@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/replication"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/session"
@@ -27,30 +28,15 @@ import (
 	"github.com/zkserverd/zkserverd/txnlog"
 )
 
-// opsConfig is a standalone configuration on loopback with every port
-// picked by the system: clients, AdminServer and /metrics.
+// opsConfig is testutil's standalone loopback configuration in a fresh
+// directory, with /metrics on a port the system picks too.
 func opsConfig(t *testing.T) conf.Config {
 	t.Helper()
-	cfg := conf.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.DataLogDir = cfg.DataDir
-	cfg.ClientPortAddress = "127.0.0.1"
-	cfg.ClientPort = 0
-	cfg.MaxClientCnxns = 0
-	cfg.AdminServerAddress = "127.0.0.1"
-	cfg.AdminServerPort = 0
+	cfg := testutil.Config(t.TempDir())
 	cfg.MetricsProviderClassName = PrometheusMetricsProvider
 	cfg.MetricsHTTPPort = 0
 	cfg.Extra = map[string]string{metricsHostKey: "127.0.0.1"}
 	return cfg
-}
-
-// opsTestWriter routes server logs through t.Log.
-type opsTestWriter struct{ t *testing.T }
-
-func (w opsTestWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // testOptions configures a test server: the server's options and its
@@ -88,7 +74,7 @@ func (s *testServer) Start(ctx context.Context) error { return s.Server.Start(ct
 func startOpsServer(t *testing.T, opts testOptions) *testServer {
 	t.Helper()
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(opsTestWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		opts.Logger = testutil.Logger(t, slog.LevelWarn)
 	}
 	s, err := newTestServer(opts)
 	if err != nil {
@@ -104,29 +90,11 @@ func startOpsServer(t *testing.T, opts testOptions) *testServer {
 	return s
 }
 
-type quietZKLogger struct{}
-
-func (quietZKLogger) Printf(string, ...any) {}
-
 // opsClient opens a go-zookeeper session to s.
 func opsClient(t *testing.T, s *testServer) *zk.Conn {
 	t.Helper()
-	c, events, err := zk.Connect([]string{s.Addr().String()}, 10*time.Second, zk.WithLogger(quietZKLogger{}))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(c.Close)
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case ev := <-events:
-			if ev.State == zk.StateHasSession {
-				return c
-			}
-		case <-deadline:
-			t.Fatal("no session within 10s")
-		}
-	}
+	c, _ := testutil.Connect(t, s.Addr().String(), 10*time.Second)
+	return c
 }
 
 // notServingState is a server's state as it shows while the server does

@@ -1,6 +1,6 @@
-// Package servertest starts in-process zkserverd servers for tests of other
-// packages: on loopback, on a port the kernel picks, stopped when the test
-// ends.
+// Package servertest starts in-process zkserverd servers, with the operator
+// surfaces of package ops, for tests of other packages; stopped when the
+// test ends. Their configuration is internal/testutil's Config.
 package servertest
 
 import (
@@ -8,24 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/ops"
 )
-
-// Config returns a standalone configuration on 127.0.0.1 with a port the
-// kernel picks, its data in dataDir, no per-address connection limit, every
-// four-letter word enabled, and the AdminServer on a free port.
-func Config(dataDir string) conf.Config {
-	cfg := conf.Default()
-	cfg.DataDir, cfg.DataLogDir = dataDir, dataDir
-	cfg.ClientPortAddress = "127.0.0.1"
-	cfg.ClientPort = 0
-	cfg.MaxClientCnxns = 0
-	cfg.FourLetterWordWhitelist = []string{"*"}
-	cfg.AdminServerPort = 0
-	return cfg
-}
 
 // Start runs a server with opts until the test ends; it fails the test if
 // the server does not start within 30 seconds. Without opts.Operator the

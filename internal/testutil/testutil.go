@@ -1,0 +1,185 @@
+// Package testutil holds the fixtures that tests of several packages share:
+// a standalone server configuration on loopback, a polling wait, a
+// four-letter-word client, a go-zookeeper session and a logger that writes
+// through the test's log. It imports nothing of the project but conf, so
+// the tests of package server itself can use it; server/servertest starts
+// servers on top of it and test/ports picks ports written into
+// configurations. Only tests import it.
+package testutil
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkserverd/zkserverd/conf"
+)
+
+// Config returns a standalone configuration on 127.0.0.1 with its data in
+// dataDir: the client port and the AdminServer's on ports the kernel picks
+// (many servers run side by side), no per-address connection limit, and
+// every four-letter word enabled.
+func Config(dataDir string) conf.Config {
+	cfg := conf.Default()
+	cfg.DataDir, cfg.DataLogDir = dataDir, dataDir
+	cfg.ClientPortAddress = "127.0.0.1"
+	cfg.ClientPort = 0
+	cfg.MaxClientCnxns = 0
+	cfg.FourLetterWordWhitelist = []string{"*"}
+	cfg.AdminServerAddress = "127.0.0.1"
+	cfg.AdminServerPort = 0
+	return cfg
+}
+
+// pollInterval is how often Eventually checks its condition.
+const pollInterval = 10 * time.Millisecond
+
+// Eventually checks cond every 10 ms until it holds, and fails the test
+// when d passes first; what names the awaited state in the failure.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// FourLetter sends a four-letter word to addr and returns the whole reply,
+// read until the server closes the connection (at most 5 s).
+func FourLetter(addr, word string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return "", err
+	}
+	if _, err := c.Write([]byte(word)); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			return b.String(), nil
+		}
+	}
+}
+
+// FourLetterServer answers one connection on a loopback port with reply
+// once it has read the four-letter word, then closes it; it returns the
+// address. The listener is closed when the test ends.
+func FourLetterServer(t testing.TB, reply string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if c.SetDeadline(time.Now().Add(5*time.Second)) != nil {
+			return
+		}
+		if _, err := io.ReadFull(c, make([]byte, 4)); err == nil {
+			c.Write([]byte(reply))
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// FourLetterLine returns the rest of the first line of word's reply that
+// starts with prefix, or "" when there is none or addr does not answer.
+func FourLetterLine(addr, word, prefix string) string {
+	out, _ := FourLetter(addr, word)
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// QuietLogger discards go-zookeeper's logs.
+type QuietLogger struct{}
+
+// Printf discards a log line.
+func (QuietLogger) Printf(string, ...any) {}
+
+// Connect opens a go-zookeeper session to addr with the given session
+// timeout, closed when the test ends, and waits up to 10 s until it has a
+// session; it returns the connection and its remaining events.
+func Connect(t testing.TB, addr string, timeout time.Duration) (*zk.Conn, <-chan zk.Event) {
+	t.Helper()
+	c, events, err := zk.Connect([]string{addr}, timeout, zk.WithLogger(QuietLogger{}))
+	if err != nil {
+		t.Fatalf("connect %s: %v", addr, err)
+	}
+	t.Cleanup(c.Close)
+	WaitState(t, events, zk.StateHasSession, 10*time.Second)
+	return c, events
+}
+
+// WaitState waits up to d for a session event in state want.
+func WaitState(t testing.TB, events <-chan zk.Event, want zk.State, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case ev := <-events:
+			if ev.Type == zk.EventSession && ev.State == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %v event within %v", want, d)
+		}
+	}
+}
+
+// Logger returns a logger that writes records of level and above through
+// t.Log (shown on failure or with -v). Records logged after the test's
+// cleanup has reached this logger are dropped: a closed member's
+// goroutines may still log, and t.Log panics once the test has completed.
+func Logger(t testing.TB, level slog.Level) *slog.Logger {
+	w := &tWriter{t: t}
+	t.Cleanup(w.stop)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// tWriter writes to t.Log until stopped; mu guards stopped.
+type tWriter struct {
+	t       testing.TB
+	mu      sync.Mutex
+	stopped bool
+}
+
+func (w *tWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func (w *tWriter) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+}
