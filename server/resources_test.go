@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"log/slog"
 	"net"
 	"sync"
@@ -296,7 +297,7 @@ func TestClientThatDoesNotReadIsDropped(t *testing.T) {
 	if _, err := w.c.Write(out.Bytes()); err != nil {
 		t.Fatalf("write %d requests: %v", n, err)
 	}
-	waitFor(t, 20*time.Second, "disconnect of the client that does not read", func() bool {
+	testutil.Eventually(t, 20*time.Second, "disconnect of the client that does not read", func() bool {
 		return s.sessionConn(resp.SessionID) == nil
 	})
 	if _, _, err := c.Get("/big"); err != nil {
@@ -385,7 +386,7 @@ func TestSilentSessionIsClosed(t *testing.T) {
 			if !w.closedWithin(time.Duration(resp.TimeOut)*time.Millisecond + 3*time.Second) {
 				t.Fatalf("connection of a silent session (timeout %d ms) not closed", resp.TimeOut)
 			}
-			waitFor(t, 3*time.Second, "session expiry", func() bool {
+			testutil.Eventually(t, 3*time.Second, "session expiry", func() bool {
 				_, ok := s.node.Sessions().Get(resp.SessionID)
 				return !ok
 			})

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"net"
 	"strings"
 	"sync"
@@ -88,7 +89,7 @@ func TestTwoHundredThousandWatches(t *testing.T) {
 	}
 	checkServing(t, s, 5*time.Second)
 	w.c.Close()
-	waitFor(t, 10*time.Second, "watches removed with the connection", func() bool { return s.watches.Count() == 0 })
+	testutil.Eventually(t, 10*time.Second, "watches removed with the connection", func() bool { return s.watches.Count() == 0 })
 }
 
 // TestGetChildrenReplyOverMaxBuffer: a getChildren reply larger than
@@ -172,7 +173,7 @@ func TestAbandonedSessionsExpire(t *testing.T) {
 	for _, nc := range conns {
 		nc.Close() // abandoned: no closeSession
 	}
-	waitFor(t, 20*time.Second, "abandoned sessions expired", func() bool {
+	testutil.Eventually(t, 20*time.Second, "abandoned sessions expired", func() bool {
 		return s.node.Tree().EphemeralCount() == 0 && s.node.Sessions().Len() <= before
 	})
 	checkServing(t, s, 5*time.Second)
