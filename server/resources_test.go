@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"errors"
-	"github.com/zkserverd/zkserverd/internal/testutil"
 	"log/slog"
 	"net"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
