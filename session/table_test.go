@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -164,9 +165,11 @@ func FuzzReadTable(f *testing.F) {
 			}
 			return
 		}
-		consumed := len(data) - r.Len()
-		if consumed != 4+12*tb.Len() {
-			t.Fatalf("consumed %d bytes for %d sessions", consumed, tb.Len())
+		// The session section, then the owner section's count and entries.
+		consumed, sessionsEnd := len(data)-r.Len(), 4+12*tb.Len()
+		owners := int(binary.BigEndian.Uint32(data[sessionsEnd:]))
+		if consumed != sessionsEnd+4+16*owners {
+			t.Fatalf("consumed %d bytes for %d sessions and %d owners", consumed, tb.Len(), owners)
 		}
 		var buf bytes.Buffer
 		if _, err := tb.WriteTo(&buf); err != nil {
