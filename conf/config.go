@@ -68,8 +68,8 @@ type Config struct {
 	// TLS only). ClientPort is then ignored.
 	NoClientPort bool
 	// SSL is the client port's TLS configuration (ssl.go).
-	SSL SSL
-	ClientPortListenBacklog int    // -1 = OS default
+	SSL                     SSL
+	ClientPortListenBacklog int // -1 = OS default
 
 	MinSessionTimeout int // 0 (or -1) = 2*TickTime; see EffectiveMinSessionTimeout
 	MaxSessionTimeout int // 0 (or -1) = 20*TickTime; see EffectiveMaxSessionTimeout
