@@ -25,6 +25,8 @@ var allowedImports = map[string][]string{
 	"internal/bench":    {"jute"},
 	"cmd/zkbench":       {"internal/bench"},
 	"test/ports":        {},
+	"tlsconf":           {},
+	"tlsconf/tlstest":   {},
 }
 
 func TestDependencyDirection(t *testing.T) {
