@@ -63,7 +63,13 @@ type Config struct {
 	ClientPortAddress       string // "" = all interfaces
 	SecureClientPort        int    // TLS client port, 0 = off
 	SecureClientPortAddress string // "" = all interfaces
-	ClientPortListenBacklog int    // -1 = OS default
+	// NoClientPort means there is no plaintext client port: zoo.cfg sets
+	// secureClientPort but not clientPort (as ZooKeeper, which then serves
+	// TLS only). ClientPort is then ignored.
+	NoClientPort bool
+	// SSL is the client port's TLS configuration (ssl.go).
+	SSL                     SSL
+	ClientPortListenBacklog int // -1 = OS default
 
 	MinSessionTimeout int // 0 (or -1) = 2*TickTime; see EffectiveMinSessionTimeout
 	MaxSessionTimeout int // 0 (or -1) = 20*TickTime; see EffectiveMaxSessionTimeout
@@ -190,6 +196,7 @@ func Default() Config {
 		ElectionAlg:              3,
 		PeerType:                 "participant",
 		SyncEnabled:              true,
+		SSL:                      DefaultSSL(),
 		Extra:                    map[string]string{},
 	}
 }
@@ -288,4 +295,10 @@ func (c Config) ClientAddr() string {
 		return net.JoinHostPort(host, strconv.Itoa(s.ClientPort))
 	}
 	return net.JoinHostPort(c.ClientPortAddress, strconv.Itoa(c.ClientPort))
+}
+
+// SecureClientAddr returns the host:port the TLS client listener binds:
+// SecureClientPortAddress:SecureClientPort ("" host = all interfaces).
+func (c Config) SecureClientAddr() string {
+	return net.JoinHostPort(c.SecureClientPortAddress, strconv.Itoa(c.SecureClientPort))
 }

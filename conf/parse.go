@@ -99,6 +99,7 @@ type parser struct {
 	c             *Config
 	warnings      []string
 	dataLogDirSet bool
+	clientPortSet bool
 }
 
 // set applies one key: first-class zoo.cfg keys, then system-property
@@ -109,6 +110,9 @@ func (p *parser) set(key, value string) error {
 		return err
 	}
 	name := strings.TrimPrefix(key, sysPropPrefix)
+	if ok, err := p.setSSLKey(key, name, value); ok {
+		return err
+	}
 	if ok, err := p.setPropertyKey(key, name, value); ok {
 		return err
 	}
@@ -135,6 +139,7 @@ func (p *parser) setQuorumKey(key, v string) (bool, error) {
 		c.DataLogDir, p.dataLogDirSet = v, true
 	case "clientPort":
 		c.ClientPort, err = parseInt(key, v)
+		p.clientPortSet = true
 	case "clientPortAddress":
 		c.ClientPortAddress = v
 	case "secureClientPort":
@@ -282,6 +287,8 @@ func (p *parser) finish() {
 	if !p.dataLogDirSet {
 		c.DataLogDir = c.DataDir
 	}
+	// ZooKeeper opens no plaintext port when only secureClientPort is set.
+	c.NoClientPort = c.SecureClientPort != 0 && !p.clientPortSet
 	if c.AutopurgeSnapRetainCount < 3 {
 		p.warnf("conf: autopurge.snapRetainCount: %d is below the minimum; using 3", c.AutopurgeSnapRetainCount)
 		c.AutopurgeSnapRetainCount = 3

@@ -91,7 +91,7 @@ func TestParseKeys(t *testing.T) {
 		{"dataLogDir=/l", func(c *Config) { c.DataLogDir = "/l" }},
 		{"clientPort=0", func(c *Config) { c.ClientPort = 0 }},
 		{"clientPortAddress=::1", func(c *Config) { c.ClientPortAddress = "::1" }},
-		{"secureClientPort=2281", func(c *Config) { c.SecureClientPort = 2281 }},
+		{"secureClientPort=2281", func(c *Config) { c.SecureClientPort, c.NoClientPort = 2281, true }},
 		{"secureClientPortAddress=h", func(c *Config) { c.SecureClientPortAddress = "h" }},
 		{"clientPortListenBacklog=50", func(c *Config) { c.ClientPortListenBacklog = 50 }},
 		{"minSessionTimeout=100", func(c *Config) { c.MinSessionTimeout = 100 }},
@@ -154,7 +154,8 @@ func TestParseKeys(t *testing.T) {
 		{"version=100000000", func(c *Config) { c.ConfigVersion = 0x100000000 }},
 		{"sslQuorum=true", func(c *Config) { c.Extra["sslQuorum"] = "true" }},
 		{"metricsProvider.exportJvmInfo=false", func(c *Config) { c.Extra["metricsProvider.exportJvmInfo"] = "false" }},
-		{"zookeeper.ssl.keyStore.location=/k", func(c *Config) { c.Extra["zookeeper.ssl.keyStore.location"] = "/k" }},
+		{"zookeeper.ssl.keyStore.location=/k", func(c *Config) { c.SSL.KeyStore.Location = "/k" }},
+		{"zookeeper.ssl.quorum.keyStore.location=/k", func(c *Config) { c.Extra["zookeeper.ssl.quorum.keyStore.location"] = "/k" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -317,6 +318,7 @@ func TestParseFullFile(t *testing.T) {
 		DataDir: "/var/lib/zk", DataLogDir: "/var/log/zk",
 		ClientPort: 2182, ClientPortAddress: "127.0.0.1",
 		SecureClientPort: 2281, SecureClientPortAddress: "127.0.0.2",
+		SSL:                     DefaultSSL(),
 		ClientPortListenBacklog: 128,
 		MinSessionTimeout:       3000, MaxSessionTimeout: 90000,
 		MaxClientCnxns: 0, GlobalOutstandingLimit: 500, SnapCount: 5000, PreAllocSize: 1024,

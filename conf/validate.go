@@ -17,6 +17,7 @@ func (c Config) Validate() error {
 	c.validatePorts(v)
 	c.validateLimits(v)
 	c.validateEnsemble(v)
+	c.validateSSL(v)
 	return errors.Join(v.errs...)
 }
 

@@ -239,6 +239,9 @@ func (c *conn) countSent(frames [][]byte) {
 // It returns true when a session is established and requests may follow.
 func (c *conn) handshake() bool {
 	c.nc.SetReadDeadline(time.Now().Add(time.Duration(c.s.cfg.SessionlessCnxnTimeout) * time.Millisecond))
+	if !c.startTLS() { // TLS handshake on a secure or unified port (tls.go)
+		return false
+	}
 	n, err := jute.ReadFrameLength(c.br)
 	if err != nil {
 		c.log.Debug("no connect request", "err", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/replication"
 	"github.com/zkserverd/zkserverd/session"
+	"github.com/zkserverd/zkserverd/tlsconf"
 	"github.com/zkserverd/zkserverd/txnlog"
 	"github.com/zkserverd/zkserverd/watch"
 )
@@ -86,6 +87,11 @@ type Server struct {
 
 	reaperClock session.Clock // Options.ReaperClock (reaper.go)
 
+	// clientTLS and secureLn are the client port's TLS (tls.go); nil
+	// without TLS.
+	clientTLS *tlsconf.Reloader
+	secureLn  net.Listener
+
 	ln     net.Listener
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -114,10 +120,15 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	clientTLS, err := newClientTLS(cfg, authReg, logger) // tls.go
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:       cfg,
 		log:       logger,
 		auth:      authReg,
+		clientTLS: clientTLS,
 		watches:   watch.NewRegistry(),
 		stats:     newServerStats(),
 		flusher:   newFlusher(),
@@ -212,10 +223,9 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	s.restartSessionClocks()
-	addr := s.cfg.ClientAddr()
-	ln, err := s.clientListenConfig().Listen(ctx, "tcp", addr)
+	ln, err := s.listenClients(ctx) // plaintext, unified and TLS ports (tls.go)
 	if err != nil {
-		return fmt.Errorf("server: listen on %s: %w", addr, err)
+		return err
 	}
 	s.ln = ln
 	s.started = time.Now()

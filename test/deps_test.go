@@ -17,7 +17,7 @@ var allowedImports = map[string][]string{
 	"datatree":          {"jute", "acl"},
 	"txnlog":            {"jute", "datatree", "session"},
 	"replication":       {"jute", "datatree", "session", "txnlog"},
-	"server":            {"jute", "datatree", "session", "txnlog", "replication", "acl", "watch", "conf"},
+	"server":            {"jute", "datatree", "session", "txnlog", "replication", "acl", "watch", "conf", "tlsconf"},
 	"server/ops":        {"jute", "datatree", "session", "txnlog", "replication", "watch", "conf", "server"},
 	"cmd/zkserverd":     {"conf", "server", "server/ops", "internal/zkimport"},
 	"internal/zkimport": {"jute", "datatree", "replication"},
@@ -26,6 +26,8 @@ var allowedImports = map[string][]string{
 	"internal/bench":    {"jute"},
 	"cmd/zkbench":       {"internal/bench"},
 	"test/ports":        {},
+	"tlsconf":           {},
+	"tlsconf/tlstest":   {},
 }
 
 func TestDependencyDirection(t *testing.T) {

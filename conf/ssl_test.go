@@ -1,0 +1,127 @@
+package conf
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseSSLKeys(t *testing.T) {
+	full := DefaultSSL()
+	full.KeyStore = Store{Location: "/k.p12", Password: "kp", PasswordPath: "/kpw", Type: "PKCS12"}
+	full.TrustStore = Store{Location: "/t.jks", Password: "tp", PasswordPath: "/tpw", Type: "JKS"}
+	full.ClientAuth = "want"
+	full.Protocol = "TLSv1.3"
+	full.EnabledProtocols = []string{"TLSv1.2", "TLSv1.3"}
+	full.CipherSuites = []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256"}
+	full.HostnameVerification = false
+	full.AuthProvider = "x509b"
+	full.PortUnification = true
+	fullLines := []string{
+		"ssl.keyStore.location=/k.p12", "ssl.keyStore.password=kp", "ssl.keyStore.passwordPath=/kpw",
+		"ssl.keyStore.type=pkcs12", "ssl.trustStore.location=/t.jks", "ssl.trustStore.password=tp",
+		"ssl.trustStore.passwordPath=/tpw", "ssl.trustStore.type=JKS", "ssl.clientAuth=WANT",
+		"ssl.protocol=TLSv1.3", "ssl.enabledProtocols=TLSv1.2, TLSv1.3",
+		"ssl.ciphersuites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256",
+		"ssl.hostnameVerification=false", "ssl.authProvider=x509b", "client.portUnification=true",
+	}
+	prefixed := make([]string, len(fullLines))
+	for i, l := range fullLines {
+		prefixed[i] = "zookeeper." + l
+	}
+	tests := []struct {
+		name  string
+		lines []string
+		want  SSL
+	}{
+		{"defaults", nil, DefaultSSL()},
+		{"every key", fullLines, full},
+		{"every key with the zookeeper. prefix", prefixed, full},
+		{"empty clientAuth is need", []string{"ssl.clientAuth="}, DefaultSSL()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, warnings, err := parseString(t, strings.Join(tt.lines, "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warnings) != 0 {
+				t.Fatalf("warnings %q", warnings)
+			}
+			if !reflect.DeepEqual(c.SSL, tt.want) {
+				t.Fatalf("SSL = %+v\nwant  %+v", c.SSL, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseSSLFromSystemProperties(t *testing.T) {
+	sys, notes := SystemProperties([]string{"SERVER_JVMFLAGS=-Dzookeeper.ssl.keyStore.location=/a.pem -Dzookeeper.ssl.clientAuth=none " +
+		"-Dzookeeper.serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory -Dzookeeper.client.portUnification=true"})
+	if len(notes) != 1 {
+		t.Fatalf("notes %q, want one for serverCnxnFactory", notes)
+	}
+	c, _, err := Parse(strings.NewReader("ssl.clientAuth=want\n"), sys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SSL.KeyStore.Location != "/a.pem" || c.SSL.ClientAuth != "want" || !c.SSL.PortUnification {
+		t.Fatalf("SSL = %+v: want the -D keystore and port unification, and the file's clientAuth", c.SSL)
+	}
+}
+
+func TestParseSSLBadValues(t *testing.T) {
+	tests := []struct{ line, key string }{
+		{"ssl.clientAuth=maybe", "ssl.clientAuth"},
+		{"zookeeper.ssl.keyStore.type=BCFKS", "zookeeper.ssl.keyStore.type"},
+		{"ssl.trustStore.type=p12", "ssl.trustStore.type"},
+		{"ssl.hostnameVerification=yes", "ssl.hostnameVerification"},
+		{"client.portUnification=1", "client.portUnification"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			_, _, err := parseString(t, tt.line)
+			var ke *KeyError
+			if !errors.As(err, &ke) || ke.Key != tt.key {
+				t.Fatalf("err = %v, want a KeyError for %s", err, tt.key)
+			}
+		})
+	}
+}
+
+func TestSecureClientPortAloneHasNoPlaintextPort(t *testing.T) {
+	tests := []struct {
+		text          string
+		noClientPort  bool
+		tlsEnabled    bool
+		validateError string // key named by Validate, "" = valid
+	}{
+		{"secureClientPort=2281\nssl.keyStore.location=/k.pem", true, true, ""},
+		{"secureClientPort=2281\nclientPort=2181\nssl.keyStore.location=/k.pem", false, true, ""},
+		{"clientPort=2181\nclient.portUnification=true\nssl.keyStore.location=/k.pem", false, true, ""},
+		{"clientPort=2181", false, false, ""},
+		{"secureClientPort=2281", true, true, "ssl.keyStore.location"},
+		{"secureClientPort=2281\nssl.keyStore.location=/k.pem\nssl.protocol=SSLv3", true, true, "ssl.protocol"},
+		{"secureClientPort=2281\nssl.keyStore.location=/k.pem\nssl.enabledProtocols=TLSv1.2,TLSv9", true, true, "ssl.protocol"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			c, _, err := parseString(t, tt.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.NoClientPort != tt.noClientPort || c.TLSEnabled() != tt.tlsEnabled {
+				t.Fatalf("NoClientPort=%v TLSEnabled=%v, want %v %v", c.NoClientPort, c.TLSEnabled(), tt.noClientPort, tt.tlsEnabled)
+			}
+			err = c.Validate()
+			var ke *KeyError
+			switch {
+			case tt.validateError == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tt.validateError != "" && (!errors.As(err, &ke) || ke.Key != tt.validateError):
+				t.Fatalf("Validate = %v, want an error for %s", err, tt.validateError)
+			}
+		})
+	}
+}
