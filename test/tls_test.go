@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/servertest"
@@ -81,12 +82,12 @@ func connectTLS(t *testing.T, addr string, cfg *tls.Config) *zk.Conn {
 	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, cfg)
 	}
-	c, events, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithDialer(dial), zk.WithLogger(quietLogger{}))
+	c, events, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithDialer(dial), zk.WithLogger(testutil.QuietLogger{}))
 	if err != nil {
 		t.Fatalf("connect %s: %v", addr, err)
 	}
 	t.Cleanup(c.Close)
-	waitState(t, events, zk.StateHasSession, 10*time.Second)
+	testutil.WaitState(t, events, zk.StateHasSession, 10*time.Second)
 	return c
 }
 
@@ -139,7 +140,7 @@ func TestTLSPortUnification(t *testing.T) {
 	s, env := startTLSServer(t, func(c *conf.Config) { c.SSL.PortUnification = true })
 	addr := s.Addr().String()
 	secure := connectTLS(t, addr, env.clientConfig(env.client(t, aliceName)))
-	plain, _ := connect(t, addr, 5*time.Second)
+	plain, _ := testutil.Connect(t, addr, 5*time.Second)
 	if _, err := secure.Create("/u", []byte("tls"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestTLSPortUnification(t *testing.T) {
 	if err != nil || string(data) != "tls" {
 		t.Fatalf("plaintext get = %q, %v; want the node the TLS client wrote", data, err)
 	}
-	if got, err := fourLetter(addr, "ruok"); err != nil || got != "imok" {
+	if got, err := testutil.FourLetter(addr, "ruok"); err != nil || got != "imok" {
 		t.Fatalf("ruok on the unified port = %q, %v; want imok", got, err)
 	}
 }
@@ -190,7 +191,7 @@ func TestTLSRefusesBadClients(t *testing.T) {
 			if err := tt.dial(); err == nil {
 				t.Fatal("the server accepted the client")
 			}
-			eventually(t, 5*time.Second, "the handshake failure logged: "+tt.wantLog, func() bool {
+			testutil.Eventually(t, 5*time.Second, "the handshake failure logged: "+tt.wantLog, func() bool {
 				return env.logs.has("TLS handshake failed", tt.wantLog)
 			})
 			// The server keeps serving good clients.
@@ -290,7 +291,7 @@ func TestTLSReloadsKeystore(t *testing.T) {
 	}
 	next := env.ca.Issue(t, pkix.Name{CommonName: "zkserverd-renewed"}, tlstest.Options{})
 	tlstest.WriteFile(t, env.dir, "server.p12", next.PKCS12KeyStore(t, "secret"))
-	eventually(t, 10*time.Second, "the renewed certificate served", func() bool { return leaf() == "zkserverd-renewed" })
+	testutil.Eventually(t, 10*time.Second, "the renewed certificate served", func() bool { return leaf() == "zkserverd-renewed" })
 	if !env.logs.has("TLS key or trust store reloaded") {
 		t.Fatal("no log line for the reload")
 	}
