@@ -68,7 +68,9 @@ type Config struct {
 	// TLS only). ClientPort is then ignored.
 	NoClientPort bool
 	// SSL is the client port's TLS configuration (ssl.go).
-	SSL                     SSL
+	SSL SSL
+	// SASL is the SASL login and enforced authentication (sasl.go).
+	SASL                    SASL
 	ClientPortListenBacklog int // -1 = OS default
 
 	MinSessionTimeout int // 0 (or -1) = 2*TickTime; see EffectiveMinSessionTimeout
@@ -197,6 +199,7 @@ func Default() Config {
 		PeerType:                 "participant",
 		SyncEnabled:              true,
 		SSL:                      DefaultSSL(),
+		SASL:                     DefaultSASL(),
 		Extra:                    map[string]string{},
 	}
 }

@@ -113,6 +113,9 @@ func (p *parser) set(key, value string) error {
 	if ok, err := p.setSSLKey(key, name, value); ok {
 		return err
 	}
+	if ok, err := p.setSASLKey(key, name, value); ok {
+		return err
+	}
 	if ok, err := p.setPropertyKey(key, name, value); ok {
 		return err
 	}

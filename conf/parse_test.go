@@ -319,6 +319,7 @@ func TestParseFullFile(t *testing.T) {
 		ClientPort: 2182, ClientPortAddress: "127.0.0.1",
 		SecureClientPort: 2281, SecureClientPortAddress: "127.0.0.2",
 		SSL:                     DefaultSSL(),
+		SASL:                    DefaultSASL(),
 		ClientPortListenBacklog: 128,
 		MinSessionTimeout:       3000, MaxSessionTimeout: 90000,
 		MaxClientCnxns: 0, GlobalOutstandingLimit: 500, SnapCount: 5000, PreAllocSize: 1024,

@@ -18,6 +18,7 @@ func (c Config) Validate() error {
 	c.validateLimits(v)
 	c.validateEnsemble(v)
 	c.validateSSL(v)
+	c.validateSASL(v)
 	return errors.Join(v.errs...)
 }
 

@@ -1,0 +1,108 @@
+package conf
+
+import (
+	"slices"
+	"strings"
+)
+
+// SASL is the client port's SASL login and enforced authentication: the
+// system properties ZooKeeper reads for them, accepted as zoo.cfg keys (with
+// or without the "zookeeper." prefix) or as -D properties.
+type SASL struct {
+	// JAASConfigFile is java.security.auth.login.config: the JAAS file whose
+	// server section lists the DIGEST-MD5 users ("" = no SASL).
+	JAASConfigFile string
+	// ServerSection is sasl.serverconfig, the JAAS section of the server
+	// (default "Server").
+	ServerSection string
+	// SuperUsers are superUser and superUser.<anything>: SASL identities that
+	// also get super:.
+	SuperUsers []string
+	// SuperPassword is SASLAuthenticationProvider.superPassword: the DIGEST-MD5
+	// password of the user "super", replacing the JAAS one ("" = keep it).
+	SuperPassword string
+	// AllowFailedClients is allowSaslFailedClients: after a failed SASL login
+	// the connection stays open (default false: AuthFailed, then closed).
+	AllowFailedClients bool
+	// RemoveHostFromPrincipal and RemoveRealmFromPrincipal are
+	// kerberos.removeHostFromPrincipal and kerberos.removeRealmFromPrincipal.
+	RemoveHostFromPrincipal  bool
+	RemoveRealmFromPrincipal bool
+	// EnforceAuthEnabled is enforce.auth.enabled: requests of a connection
+	// with no identity of EnforceAuthSchemes are refused with
+	// SessionClosedRequireSaslAuth and the connection closes.
+	EnforceAuthEnabled bool
+	// EnforceAuthSchemes is enforce.auth.schemes, split on commas.
+	EnforceAuthSchemes []string
+	// SessionRequireClientSASLAuth is sessionRequireClientSASLAuth: when
+	// true it means enforce.auth.enabled=true with the scheme sasl, whatever
+	// the enforce.auth.* keys say.
+	SessionRequireClientSASLAuth bool
+}
+
+// DefaultSASL is ZooKeeper 3.8's default: no SASL, nothing enforced.
+func DefaultSASL() SASL { return SASL{ServerSection: "Server"} }
+
+// EnforcedSchemes returns the schemes a connection must have an identity of
+// before its requests are served, or nil when nothing is enforced.
+func (s SASL) EnforcedSchemes() []string {
+	switch {
+	case s.SessionRequireClientSASLAuth:
+		return []string{"sasl"}
+	case s.EnforceAuthEnabled:
+		return s.EnforceAuthSchemes
+	}
+	return nil
+}
+
+// SASLRequired reports whether the enforced schemes include sasl, which
+// turns a failed SASL login's AuthFailed into SessionClosedRequireSaslAuth.
+func (s SASL) SASLRequired() bool { return slices.Contains(s.EnforcedSchemes(), "sasl") }
+
+// setSASLKey handles the SASL and enforced-authentication keys; name has no
+// "zookeeper." prefix.
+func (p *parser) setSASLKey(key, name, v string) (bool, error) {
+	s := &p.c.SASL
+	var err error
+	switch name {
+	case "java.security.auth.login.config":
+		s.JAASConfigFile = v
+	case "sasl.serverconfig":
+		s.ServerSection = v
+	case "SASLAuthenticationProvider.superPassword":
+		s.SuperPassword = v
+	case "allowSaslFailedClients":
+		s.AllowFailedClients, err = parseBool(key, v)
+	case "kerberos.removeHostFromPrincipal":
+		s.RemoveHostFromPrincipal, err = parseBool(key, v)
+	case "kerberos.removeRealmFromPrincipal":
+		s.RemoveRealmFromPrincipal, err = parseBool(key, v)
+	case "enforce.auth.enabled":
+		s.EnforceAuthEnabled, err = parseBool(key, v)
+	case "enforce.auth.schemes":
+		s.EnforceAuthSchemes = nil
+		for _, scheme := range strings.Split(v, ",") {
+			if scheme = strings.TrimSpace(scheme); scheme != "" {
+				s.EnforceAuthSchemes = append(s.EnforceAuthSchemes, scheme)
+			}
+		}
+	case "sessionRequireClientSASLAuth":
+		s.SessionRequireClientSASLAuth, err = parseBool(key, v)
+	default:
+		if name != "superUser" && !strings.HasPrefix(name, "superUser.") {
+			return false, nil
+		}
+		s.SuperUsers = append(s.SuperUsers, v)
+		// The x509 provider also takes superUser from the extra keys.
+		p.c.Extra[key] = v
+	}
+	return true, err
+}
+
+// validateSASL checks the enforced-authentication keys.
+func (c Config) validateSASL(v *validator) {
+	s := c.SASL
+	v.check(!s.EnforceAuthEnabled || s.SessionRequireClientSASLAuth || len(s.EnforceAuthSchemes) > 0,
+		"enforce.auth.schemes", "", "must be set when enforce.auth.enabled is true")
+	v.check(s.ServerSection != "", "sasl.serverconfig", "", "must not be empty")
+}

@@ -1,0 +1,86 @@
+package conf
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseSASLKeys(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     string
+		sys     []Property
+		want    func(SASL) SASL // applied to DefaultSASL()
+		schemes []string
+	}{
+		{"defaults", "", nil, func(s SASL) SASL { return s }, nil},
+		{
+			name: "zoo.cfg keys, with and without prefix",
+			cfg: "java.security.auth.login.config=/etc/zk/jaas.conf\nzookeeper.sasl.serverconfig=ZkServer\n" +
+				"superUser=admin\nzookeeper.superUser.2=root\nSASLAuthenticationProvider.superPassword=pw\n" +
+				"zookeeper.allowSaslFailedClients=true\nkerberos.removeHostFromPrincipal=true\nzookeeper.kerberos.removeRealmFromPrincipal=TRUE\n" +
+				"enforce.auth.enabled=true\nzookeeper.enforce.auth.schemes=sasl, digest\n",
+			want: func(s SASL) SASL {
+				s.JAASConfigFile, s.ServerSection = "/etc/zk/jaas.conf", "ZkServer"
+				s.SuperUsers, s.SuperPassword = []string{"admin", "root"}, "pw"
+				s.AllowFailedClients, s.RemoveHostFromPrincipal, s.RemoveRealmFromPrincipal = true, true, true
+				s.EnforceAuthEnabled, s.EnforceAuthSchemes = true, []string{"sasl", "digest"}
+				return s
+			},
+			schemes: []string{"sasl", "digest"},
+		},
+		{
+			name: "system properties, the file wins",
+			cfg:  "enforce.auth.schemes=digest\n",
+			sys: []Property{{"java.security.auth.login.config", "/j.conf"}, {"zookeeper.sessionRequireClientSASLAuth", "true"},
+				{"zookeeper.enforce.auth.schemes", "ip"}},
+			want: func(s SASL) SASL {
+				s.JAASConfigFile, s.SessionRequireClientSASLAuth, s.EnforceAuthSchemes = "/j.conf", true, []string{"digest"}
+				return s
+			},
+			schemes: []string{"sasl"},
+		},
+		{
+			name:    "schemes without enabled enforce nothing",
+			cfg:     "enforce.auth.schemes=sasl\n",
+			want:    func(s SASL) SASL { s.EnforceAuthSchemes = []string{"sasl"}; return s },
+			schemes: nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _, err := Parse(strings.NewReader(tt.cfg), tt.sys...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tt.want(DefaultSASL()); !reflect.DeepEqual(c.SASL, want) {
+				t.Errorf("SASL = %+v, want %+v", c.SASL, want)
+			}
+			if got := c.SASL.EnforcedSchemes(); !reflect.DeepEqual(got, tt.schemes) {
+				t.Errorf("EnforcedSchemes = %v, want %v", got, tt.schemes)
+			}
+			if got, want := c.SASL.SASLRequired(), len(tt.schemes) > 0 && tt.schemes[0] == "sasl"; got != want {
+				t.Errorf("SASLRequired = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestSASLKeyErrors(t *testing.T) {
+	if _, _, err := Parse(strings.NewReader("allowSaslFailedClients=maybe\n")); !errors.Is(err, ErrInvalid) {
+		t.Errorf("bad boolean: err %v", err)
+	}
+	c, _, err := Parse(strings.NewReader("enforce.auth.enabled=true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "enforce.auth.schemes") {
+		t.Errorf("enforce without schemes: Validate = %v", err)
+	}
+	c, _, _ = Parse(strings.NewReader("enforce.auth.enabled=true\nenforce.auth.schemes=sasl\n"))
+	if err := c.Validate(); err != nil {
+		t.Errorf("enforce with schemes: Validate = %v", err)
+	}
+}
