@@ -10,10 +10,12 @@ import "fmt"
 //	x509    org.apache.zookeeper.server.auth.X509AuthenticationProvider
 //	        param "superUser" (also "X509AuthenticationProvider.superUser")
 //	usersfile  param "path" (also "usersfile.path"): the users file
+//	sasl    org.apache.zookeeper.server.auth.SASLAuthenticationProvider
+//	        param "letAnySaslUserDoX"
 //
 // params may be the whole set of extra zoo.cfg keys; each key is also looked
 // up with a "zookeeper." prefix, as ZooKeeper turns zoo.cfg keys into
-// system properties. SASL and other ZooKeeper classes are
+// system properties. Other ZooKeeper classes are
 // ErrUnsupportedProvider; anything else is ErrUnknownProvider.
 func NewProviderByName(name string, params map[string]string) (Provider, error) {
 	switch name {
@@ -25,8 +27,9 @@ func NewProviderByName(name string, params map[string]string) (Provider, error) 
 		return NewX509Provider(param(params, "superUser", "X509AuthenticationProvider.superUser")), nil
 	case SchemeUsersFile:
 		return newUsersFileFromParams(params)
-	case "sasl", javaAuthPackage + "SASLAuthenticationProvider",
-		javaAuthPackage + "EnsembleAuthenticationProvider", javaAuthPackage + "KeyAuthenticationProvider":
+	case SchemeSASL, javaAuthPackage + "SASLAuthenticationProvider":
+		return SASLProvider{AnyUser: param(params, "letAnySaslUserDoX")}, nil
+	case javaAuthPackage + "EnsembleAuthenticationProvider", javaAuthPackage + "KeyAuthenticationProvider":
 		return nil, fmt.Errorf("%w: %s", ErrUnsupportedProvider, name)
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownProvider, name)

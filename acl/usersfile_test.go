@@ -237,8 +237,9 @@ func TestNewProviderByName(t *testing.T) {
 		{"usersfile", map[string]string{"zookeeper.usersfile.path": usersFile}, SchemeUsersFile, nil},
 		{"usersfile", nil, "", ErrBadParams},
 		{"usersfile", map[string]string{"path": "testdata/missing"}, "", ErrBadUsersFile},
-		{"org.apache.zookeeper.server.auth.SASLAuthenticationProvider", nil, "", ErrUnsupportedProvider},
-		{"sasl", nil, "", ErrUnsupportedProvider},
+		{"org.apache.zookeeper.server.auth.SASLAuthenticationProvider", nil, SchemeSASL, nil},
+		{"sasl", nil, SchemeSASL, nil},
+		{"org.apache.zookeeper.server.auth.KeyAuthenticationProvider", nil, "", ErrUnsupportedProvider},
 		{"com.example.Custom", nil, "", ErrUnknownProvider},
 		{"", nil, "", ErrUnknownProvider},
 	}
