@@ -17,7 +17,7 @@ import (
 // newAuthRegistry builds the authentication providers of a server: the
 // built-in schemes, the super digest, and every authProvider.N of zoo.cfg.
 // A configured provider replaces a built-in of the same scheme, as in
-// ZooKeeper; one this build cannot provide (sasl) is logged and skipped.
+// ZooKeeper; one this build cannot provide is logged and skipped.
 func newAuthRegistry(cfg conf.Config, logger *slog.Logger) (*acl.Registry, error) {
 	var providers []acl.Provider
 	for n, name := range cfg.AuthProviders {

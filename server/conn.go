@@ -17,6 +17,7 @@ import (
 	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/replication"
+	"github.com/zkserverd/zkserverd/sasl"
 	"github.com/zkserverd/zkserverd/session"
 	"github.com/zkserverd/zkserverd/txnlog"
 )
@@ -88,6 +89,9 @@ type conn struct {
 	// readOnly marks a session of the read-only server (readonly.go); set
 	// by the handshake, owned by the reader goroutine.
 	readOnly bool
+	// saslMech is the connection's SASL exchange (sasl.go), started by its
+	// first sasl request; owned by the reader goroutine.
+	saslMech sasl.Mechanism
 
 	order sessionOrder
 
@@ -577,12 +581,17 @@ func (c *conn) handle(payload []byte) bool {
 			frame: replyFrame(h.Xid, zxid, err, nil)})
 		return !closeAfter
 	}
+	if c.refuseUnauthenticated(h, now) {
+		return false
+	}
 	switch h.Type {
 	case jute.OpPing:
 		c.enqueue(&pending{kind: kindPing, xid: jute.XidPing, op: h.Type, received: now})
 		return true
 	case jute.OpAuth:
 		return c.handleAuth(h.Xid, d, now)
+	case jute.OpSASL:
+		return c.handleSASL(h.Xid, d, now) // sasl.go
 	case jute.OpCreateSession, jute.OpDeleteContainer:
 		c.log.Warn("internal opcode from a client; closing", "op", h.Type)
 		return reply(jute.Unimplemented, -1, true)
@@ -596,11 +605,6 @@ func (c *conn) handle(payload []byte) bool {
 		return reply(jute.Unimplemented, -1, true)
 	}
 	req.Decode(d)
-	if d.Err() != nil && h.Type == jute.OpSASL {
-		// ZooKeeper closes the connection without a reply, as for auth.
-		c.log.Warn("undecodable sasl request; closing", "err", d.Err())
-		return false
-	}
 	if d.Err() != nil {
 		c.log.Info("undecodable request", "op", h.Type, "err", d.Err())
 		return reply(jute.MarshallingError, c.s.node.LastZxid(), false)
@@ -801,7 +805,7 @@ func (c *conn) completeSync(p *pending) []byte {
 
 func (c *conn) recordLatency(p *pending, frame []byte) {
 	d := time.Since(p.received)
-	if p.kind != kindReply || p.op != jute.OpAuth {
+	if p.kind != kindReply || (p.op != jute.OpAuth && p.op != jute.OpSASL) {
 		c.s.stats.latency.add(d)
 		if p.op.IsWrite() {
 			c.s.stats.updateLatency.add(d)

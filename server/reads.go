@@ -11,11 +11,7 @@ func (c *conn) execRead(p *pending) []byte {
 		return frame
 	}
 	code, body := c.read(p.op, p.req)
-	zxid := c.s.node.LastZxid()
-	if p.op == jute.OpSASL {
-		zxid = 0
-	}
-	return replyFrame(p.xid, zxid, code, body)
+	return replyFrame(p.xid, c.s.node.LastZxid(), code, body)
 }
 
 // read dispatches a read opcode. A watch (only when execWatching falls
@@ -43,8 +39,6 @@ func (c *conn) read(op jute.OpCode, req jute.Record) (jute.Code, jute.Record) {
 		return jute.OK, c.multiRead(req.(*jute.MultiRequest))
 	case jute.OpWhoAmI:
 		return jute.OK, &jute.WhoAmIResponse{ClientInfo: c.s.auth.ClientInfo(c.reqIDs)}
-	case jute.OpSASL:
-		return jute.OK, &jute.SASLToken{}
 	}
 	return c.watchOp(op, req)
 }

@@ -57,6 +57,7 @@ type Server struct {
 	tracker *session.Tracker
 	idGen   *session.IDGenerator
 	auth    *acl.Registry
+	sasl    saslSetup // SASL login and enforced authentication (sasl.go)
 	watches *watch.Registry
 	stats   *serverStats
 	// admission throttles readers (globalOutstandingLimit,
@@ -120,6 +121,10 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	saslSt, err := newSASLSetup(cfg, authReg, logger) // sasl.go
+	if err != nil {
+		return nil, err
+	}
 	clientTLS, err := newClientTLS(cfg, authReg, logger) // tls.go
 	if err != nil {
 		return nil, err
@@ -128,6 +133,7 @@ func New(opts Options) (*Server, error) {
 		cfg:       cfg,
 		log:       logger,
 		auth:      authReg,
+		sasl:      saslSt,
 		clientTLS: clientTLS,
 		watches:   watch.NewRegistry(),
 		stats:     newServerStats(),
