@@ -84,3 +84,18 @@ func TestSASLKeyErrors(t *testing.T) {
 		t.Errorf("enforce with schemes: Validate = %v", err)
 	}
 }
+
+// TestSASLFromJVMFlags checks that the JAAS file and SASL keys come through
+// SERVER_JVMFLAGS as zkServer.sh passes them.
+func TestSASLFromJVMFlags(t *testing.T) {
+	env := []string{"SERVER_JVMFLAGS=-Djava.security.auth.login.config=/etc/zk/jaas.conf -Dzookeeper.superUser=admin",
+		"JVMFLAGS=-Dzookeeper.allowSaslFailedClients=true"}
+	props, _ := SystemProperties(env)
+	c, _, err := Parse(strings.NewReader(""), props...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SASL.JAASConfigFile != "/etc/zk/jaas.conf" || !reflect.DeepEqual(c.SASL.SuperUsers, []string{"admin"}) || !c.SASL.AllowFailedClients {
+		t.Errorf("SASL = %+v", c.SASL)
+	}
+}
