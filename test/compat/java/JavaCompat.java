@@ -64,6 +64,7 @@ import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.client.ZKClientConfig;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.ClientInfo;
 import org.apache.zookeeper.data.Id;
@@ -122,6 +123,7 @@ public final class JavaCompat {
         m.put("session-resume", JavaCompat::sessionResume);
         m.put("session-expiry", JavaCompat::sessionExpiry);
         m.put("api", JavaCompat::api);
+        m.put("sasl", JavaCompat::sasl);
         m.put("ensemble-kill-leader", c -> c.ensembleKill(true));
         m.put("ensemble-kill-follower", c -> c.ensembleKill(false));
         m.put("ensemble-readonly", JavaCompat::ensembleReadOnly);
@@ -633,6 +635,11 @@ public final class JavaCompat {
             check(awaitEvent("SyncConnected None null") != null, "connected to the server");
         }
 
+        // A handle with a client configuration, not waiting for its connection.
+        Handle(String connect, int timeoutMs, ZKClientConfig config) throws IOException {
+            zk = new ZooKeeper(connect, timeoutMs, this, config);
+        }
+
         // A handle that has not waited for its connection yet.
         Handle(String connect, int timeoutMs, boolean canBeReadOnly) throws IOException {
             zk = new ZooKeeper(connect, timeoutMs, this, canBeReadOnly);
@@ -860,6 +867,54 @@ public final class JavaCompat {
         check(synced.await(WAIT_MS, TimeUnit.MILLISECONDS), "sync completes");
         equal(syncPath[0], "0 " + base + "/nowhere", "sync echoes the path");
         h.close();
+    }
+
+    // --- SASL ------------------------------------------------------------
+
+    // sasl logs in with DIGEST-MD5 as user bob (the runner's server JAAS
+    // file lists bob and super), uses a sasl:bob ACL, and checks that an
+    // anonymous client is refused and a wrong password gets AuthFailed.
+    private void sasl() throws Exception {
+        java.nio.file.Path jaas = java.nio.file.Files.createTempFile("compat-jaas", ".conf");
+        java.nio.file.Files.writeString(jaas, String.join("\n",
+                "Client {", "  org.apache.zookeeper.server.auth.DigestLoginModule required",
+                "  username=\"bob\" password=\"bobsecret\";", "};",
+                "BadClient {", "  org.apache.zookeeper.server.auth.DigestLoginModule required",
+                "  username=\"bob\" password=\"wrong\";", "};", ""));
+        System.setProperty("java.security.auth.login.config", jaas.toString());
+        String base = "/java-sasl";
+
+        Handle bob = new Handle(connect, 10_000, saslConfig("Client", true));
+        check(bob.awaitEvent("SaslAuthenticated None null") != null, "DIGEST-MD5 login as bob succeeds");
+        List<String> who = new ArrayList<>();
+        for (ClientInfo ci : bob.zk.whoAmI()) {
+            who.add(ci.getAuthScheme() + ":" + ci.getUser());
+        }
+        check(who.contains("sasl:bob"), "whoAmI lists sasl:bob", who.toString());
+        bob.zk.create(base, bytes("secret"), acl(new ACL(ZooDefs.Perms.ALL, new Id("sasl", "bob"))), CreateMode.PERSISTENT);
+        equal(aclLine(bob.zk.getACL(base, null)), "[31 sasl:bob]", "the node has the sasl:bob ACL");
+        equal(new String(bob.zk.getData(base, false, null), StandardCharsets.UTF_8), "secret", "bob reads the node");
+
+        Handle anon = new Handle(connect, 10_000, saslConfig("Client", false));
+        check(anon.awaitEvent("SyncConnected None null") != null, "an anonymous client connects");
+        equal(code(() -> anon.zk.getData(base, false, null)), "NOAUTH", "an anonymous client may not read it");
+
+        Handle bad = new Handle(connect, 10_000, saslConfig("BadClient", true));
+        check(bad.awaitEvent("AuthFailed None null") != null, "a wrong password gets AuthFailed");
+
+        bob.zk.delete(base, -1);
+        bad.close();
+        anon.close();
+        bob.close();
+        java.nio.file.Files.deleteIfExists(jaas);
+    }
+
+    // saslConfig is a client configuration using the JAAS section (or no SASL).
+    private static ZKClientConfig saslConfig(String section, boolean enabled) {
+        ZKClientConfig cfg = new ZKClientConfig();
+        cfg.setProperty(ZKClientConfig.LOGIN_CONTEXT_NAME_KEY, section);
+        cfg.setProperty(ZKClientConfig.ENABLE_CLIENT_SASL_KEY, Boolean.toString(enabled));
+        return cfg;
     }
 
     // acl builds a mutable list: the client calls contains(null) on it,

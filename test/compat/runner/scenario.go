@@ -35,7 +35,7 @@ var (
 		"fourletter", "lock", "rwlock", "election", "barrier", "doublebarrier", "queue",
 		"lockingqueue", "counter", "party", "childrenwatch", "datawatch", "treecache",
 		"ensemble-kill", "ensemble-readonly"}
-	javaScenarios = []string{"api", "session-resume", "session-expiry",
+	javaScenarios = []string{"api", "session-resume", "session-expiry", "sasl",
 		"ensemble-kill-leader", "ensemble-kill-follower", "ensemble-readonly"}
 	curatorScenarios = []string{"mutex", "rwlock", "leaderlatch", "leaderselector", "queue",
 		"doublebarrier", "sharedcount", "curatorcache", "persistentnode",

@@ -48,8 +48,31 @@ func zooCfg(dataDir string, port int) string {
 		"extendedTypesEnabled=true",
 		"admin.enableServer=false",
 		fmt.Sprintf("znode.container.checkIntervalMs=%d", containerCheckMs),
+		// The sasl ACL scheme (java/sasl); ZooKeeper turns this key into
+		// the system property zookeeper.authProvider.1.
+		"authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
 		"",
 	}, "\n")
+}
+
+// serverJAAS is the JAAS file of the standalone servers: the DIGEST-MD5
+// users of the java/sasl scenario.
+const serverJAAS = `Server {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+  user_super="adminsecret"
+  user_bob="bobsecret";
+};
+`
+
+// writeJAAS writes serverJAAS under home and returns how each kind of
+// server is told about it: a zoo.cfg line for zkserverd, a -D property for
+// ZooKeeper (which reads it only as a JVM property).
+func writeJAAS(home string) (cfgLine, jvmProp string, err error) {
+	path := filepath.Join(home, "jaas.conf")
+	if err := os.WriteFile(path, []byte(serverJAAS), 0o644); err != nil {
+		return "", "", fmt.Errorf("write JAAS file: %w", err)
+	}
+	return "java.security.auth.login.config=" + path + "\n", "-Djava.security.auth.login.config=" + path, nil
 }
 
 // startServer writes a zoo.cfg under dir/kind, starts the server and waits
@@ -63,11 +86,15 @@ func startServer(ctx context.Context, kind, dir, zkserverdBin string) (*server, 
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
-	cfg := filepath.Join(home, "zoo.cfg")
-	if err := os.WriteFile(cfg, []byte(zooCfg(filepath.Join(home, "data"), port)), 0o644); err != nil {
+	jaasLine, jaasProp, err := writeJAAS(home)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
-	argv, err := serverArgv(kind, zkserverdBin, cfg, false)
+	cfg := filepath.Join(home, "zoo.cfg")
+	if err := os.WriteFile(cfg, []byte(zooCfg(filepath.Join(home, "data"), port)+jaasLine), 0o644); err != nil {
+		return nil, fmt.Errorf("start %s: %w", kind, err)
+	}
+	argv, err := serverArgv(kind, zkserverdBin, cfg, false, jaasProp)
 	if err != nil {
 		return nil, err
 	}
