@@ -17,7 +17,7 @@ var allowedImports = map[string][]string{
 	"datatree":          {"jute", "acl"},
 	"txnlog":            {"jute", "datatree", "session"},
 	"replication":       {"jute", "datatree", "session", "txnlog"},
-	"server":            {"jute", "datatree", "session", "txnlog", "replication", "acl", "watch", "conf", "tlsconf"},
+	"server":            {"jute", "datatree", "session", "txnlog", "replication", "acl", "watch", "conf", "tlsconf", "sasl"},
 	"server/ops":        {"jute", "datatree", "session", "txnlog", "replication", "watch", "conf", "server"},
 	"cmd/zkserverd":     {"conf", "server", "server/ops", "internal/zkimport"},
 	"internal/zkimport": {"jute", "datatree", "replication"},
@@ -27,6 +27,7 @@ var allowedImports = map[string][]string{
 	"cmd/zkbench":       {"internal/bench"},
 	"test/ports":        {},
 	"tlsconf":           {},
+	"sasl":              {},
 	"tlsconf/tlstest":   {},
 }
 
