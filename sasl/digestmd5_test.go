@@ -193,3 +193,37 @@ func TestNewFactory(t *testing.T) {
 		t.Error("NewFactory changed the JAAS options")
 	}
 }
+
+// FuzzDigestMD5Server feeds a DIGEST-MD5 server a client's two tokens as a
+// client on the network could send them: whatever they hold, Evaluate
+// answers with a token or an error, never a panic, and only the right
+// password completes the login.
+func FuzzDigestMD5Server(f *testing.F) {
+	f.Add([]byte{}, []byte(`username="bob",realm="zk-sasl-md5",nonce="x",nc=00000001,cnonce="y",digest-uri="zookeeper/zk-sasl-md5",maxbuf=65536,response=0123456789abcdef0123456789abcdef,qop=auth,charset=utf-8`))
+	f.Add([]byte{}, []byte(`username=bob,,=,"`))
+	f.Add([]byte("initial"), []byte{})
+	f.Fuzz(func(t *testing.T, first, second []byte) {
+		s := NewDigestMD5Server(map[string]string{"bob": "bobsecret"})
+		if _, err := s.Evaluate(first); err != nil {
+			return
+		}
+		if _, err := s.Evaluate(second); err == nil && !s.Complete() {
+			t.Fatal("a second token accepted without completing the login")
+		}
+		if s.Complete() {
+			t.Fatalf("a fuzzed response (which cannot know the server's nonce) logged in as %q", s.AuthenticationID())
+		}
+	})
+}
+
+// FuzzParseJAAS: any text parses to sections or gives an error, never a panic.
+func FuzzParseJAAS(f *testing.F) {
+	f.Add(`Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_bob="bobsecret"; };`)
+	f.Add(`Client{x required;};// comment`)
+	f.Fuzz(func(t *testing.T, text string) {
+		j, err := ParseJAAS(text)
+		if err == nil {
+			_ = j.Users("Server")
+		}
+	})
+}
