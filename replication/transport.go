@@ -98,12 +98,18 @@ func (t *leaderTransport) AppendEntries(id raft.ServerID, target raft.ServerAddr
 	return t.Transport.AppendEntries(id, target, req, resp)
 }
 
-func (t *leaderTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
-	p, err := t.Transport.AppendEntriesPipeline(id, target)
-	if err != nil {
-		return nil, err
-	}
-	return &leaderPipeline{AppendPipeline: p, t: t, id: id, target: target}, nil
+// AppendEntriesPipeline refuses pipelining (raft's documented
+// ErrPipelineReplicationNotSupported), so raft replicates with one
+// AppendEntries at a time per follower. raft's pipelined replication can
+// deadlock when a follower rejects an append while the pipeline is full
+// (hashicorp/raft#612): pipelineDecode stops reading responses, the
+// transport's decoder blocks handing it the next one, and the next send
+// blocks on the full in-flight queue, so that follower never receives
+// another entry while heartbeats keep it from calling an election, and
+// the leader's Shutdown never returns. A long chaos run hit it after a
+// member's links were frozen and thawed.
+func (t *leaderTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
 // Close closes the wrapped transport when it can be closed.
@@ -112,18 +118,6 @@ func (t *leaderTransport) Close() error {
 		return c.Close()
 	}
 	return nil
-}
-
-type leaderPipeline struct {
-	raft.AppendPipeline
-	t      *leaderTransport
-	id     raft.ServerID
-	target raft.ServerAddress
-}
-
-func (p *leaderPipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
-	p.t.sending(p.id, p.target, req)
-	return p.AppendPipeline.AppendEntries(req, resp)
 }
 
 // announce tells every follower raft has sent to that the entries up to

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -70,22 +71,21 @@ func (*preVoteTransport) RequestPreVote(raft.ServerID, raft.ServerAddress, *raft
 }
 
 // TestCommitIndexSentIsCappedAtSynced: followers are never told of a
-// commit beyond what the leader has on disk, on either send path.
+// commit beyond what the leader has on disk. Pipelining is refused, so
+// AppendEntries is the only send path.
 func TestCommitIndexSentIsCappedAtSynced(t *testing.T) {
 	rec := &recordingTransport{}
 	trans, _ := newLeaderTransport(rec, func() uint64 { return 7 })
 	if _, ok := trans.(raft.WithPreVote); ok {
 		t.Fatal("pre-vote offered by a transport that has none")
 	}
-	p, err := trans.AppendEntriesPipeline("2", "x")
-	if err != nil {
-		t.Fatal(err)
+	if p, err := trans.AppendEntriesPipeline("2", "x"); p != nil || !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+		t.Fatalf("AppendEntriesPipeline = %v, %v; want raft's ErrPipelineReplicationNotSupported", p, err)
 	}
 	for _, commit := range []uint64{5, 9, 0} {
 		trans.AppendEntries("2", "x", &raft.AppendEntriesRequest{LeaderCommitIndex: commit}, &raft.AppendEntriesResponse{})
-		p.AppendEntries(&raft.AppendEntriesRequest{LeaderCommitIndex: commit}, &raft.AppendEntriesResponse{})
 	}
-	want := []uint64{5, 5, 7, 7, 0, 0}
+	want := []uint64{5, 7, 0}
 	sent := rec.sentSoFar()
 	if len(sent) != len(want) {
 		t.Fatalf("sent %d appends, want %d", len(sent), len(want))
