@@ -12,6 +12,11 @@
 #                          fault schedules: CHAOS_SEEDS seeds (a count or a list, default 10)
 #                          for CHAOS_DURATION each (default 60s), 3 and 5 members
 #
+#   make kerberos          the Kerberos (SASL GSSAPI) integration test, build tag
+#                          kerberos (test/kerberos_test.go): a private realm on a
+#                          loopback krb5kdc; installs krb5-kdc, krb5-admin-server and
+#                          krb5-user with apt-get (as root) when missing
+#
 #   make resources         the flood tests (test/resources_test.go): the built server
 #                          under floods of rejected 1 MB and accepted 512 KiB setData
 #                          requests, its RSS sampled; about 3 minutes
@@ -35,7 +40,7 @@ CHAOS_DURATION ?= 60s
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test lint compat compat-diff compat-zookeeper compat-unit compat-runner chaos fuzz resources
+.PHONY: kerberos test lint compat compat-diff compat-zookeeper compat-unit compat-runner chaos fuzz resources
 
 test:
 	$(GO) test -race -timeout 30m ./...
@@ -64,6 +69,13 @@ compat-unit:
 chaos:
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) \
 		$(GO) test ./test -run '^TestChaos$$' -count=1 -timeout 0 $(ARGS)
+
+kerberos:
+	@if [ ! -x /usr/sbin/krb5kdc ] || [ ! -x /usr/sbin/kadmin.local ] || [ ! -x /usr/sbin/kdb5_util ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			krb5-kdc krb5-admin-server krb5-user; \
+	fi
+	$(GO) test -tags kerberos ./test -run '^TestKerberos' -count=1 -timeout 5m $(ARGS)
 
 resources:
 	ZK_RESOURCE_TESTS=1 $(GO) test ./test -run '^TestFloodsKeepMemoryBounded$$' -count=1 -v -timeout 10m $(ARGS)

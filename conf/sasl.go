@@ -10,8 +10,13 @@ import (
 // or without the "zookeeper." prefix) or as -D properties.
 type SASL struct {
 	// JAASConfigFile is java.security.auth.login.config: the JAAS file whose
-	// server section lists the DIGEST-MD5 users ("" = no SASL).
+	// server section lists the DIGEST-MD5 users and the Kerberos keytab ("" =
+	// no SASL).
 	JAASConfigFile string
+	// Krb5ConfigFile is java.security.krb5.conf: the Kerberos configuration
+	// the GSSAPI login reads (its default realm and clock skew); "" means
+	// /etc/krb5.conf when it exists.
+	Krb5ConfigFile string
 	// ServerSection is sasl.serverconfig, the JAAS section of the server
 	// (default "Server").
 	ServerSection string
@@ -67,6 +72,8 @@ func (p *parser) setSASLKey(key, name, v string) (bool, error) {
 	switch name {
 	case "java.security.auth.login.config":
 		s.JAASConfigFile = v
+	case "java.security.krb5.conf":
+		s.Krb5ConfigFile = v
 	case "sasl.serverconfig":
 		s.ServerSection = v
 	case "SASLAuthenticationProvider.superPassword":

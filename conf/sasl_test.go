@@ -35,9 +35,10 @@ func TestParseSASLKeys(t *testing.T) {
 			name: "system properties, the file wins",
 			cfg:  "enforce.auth.schemes=digest\n",
 			sys: []Property{{"java.security.auth.login.config", "/j.conf"}, {"zookeeper.sessionRequireClientSASLAuth", "true"},
-				{"zookeeper.enforce.auth.schemes", "ip"}},
+				{"zookeeper.enforce.auth.schemes", "ip"}, {"java.security.krb5.conf", "/k.conf"}},
 			want: func(s SASL) SASL {
 				s.JAASConfigFile, s.SessionRequireClientSASLAuth, s.EnforceAuthSchemes = "/j.conf", true, []string{"digest"}
+				s.Krb5ConfigFile = "/k.conf"
 				return s
 			},
 			schemes: []string{"sasl"},
@@ -88,14 +89,15 @@ func TestSASLKeyErrors(t *testing.T) {
 // TestSASLFromJVMFlags checks that the JAAS file and SASL keys come through
 // SERVER_JVMFLAGS as zkServer.sh passes them.
 func TestSASLFromJVMFlags(t *testing.T) {
-	env := []string{"SERVER_JVMFLAGS=-Djava.security.auth.login.config=/etc/zk/jaas.conf -Dzookeeper.superUser=admin",
+	env := []string{"SERVER_JVMFLAGS=-Djava.security.auth.login.config=/etc/zk/jaas.conf -Djava.security.krb5.conf=/etc/zk/krb5.conf -Dzookeeper.superUser=admin",
 		"JVMFLAGS=-Dzookeeper.allowSaslFailedClients=true"}
 	props, _ := SystemProperties(env)
 	c, _, err := Parse(strings.NewReader(""), props...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SASL.JAASConfigFile != "/etc/zk/jaas.conf" || !reflect.DeepEqual(c.SASL.SuperUsers, []string{"admin"}) || !c.SASL.AllowFailedClients {
+	if c.SASL.JAASConfigFile != "/etc/zk/jaas.conf" || !reflect.DeepEqual(c.SASL.SuperUsers, []string{"admin"}) || !c.SASL.AllowFailedClients ||
+		c.SASL.Krb5ConfigFile != "/etc/zk/krb5.conf" {
 		t.Errorf("SASL = %+v", c.SASL)
 	}
 }

@@ -173,19 +173,30 @@ func TestNameRules(t *testing.T) {
 func TestNewFactory(t *testing.T) {
 	j := JAAS{
 		"Server":   {{Class: "x.DigestLoginModule", Flag: "required", Options: map[string]string{"user_super": "a", "user_bob": "b"}}},
-		"Kerberos": {{Class: "com.sun.security.auth.module.Krb5LoginModule", Flag: "required", Options: map[string]string{"principal": "zk/h@R"}}},
+		"Kerberos": {{Class: Krb5LoginModule, Flag: "required", Options: map[string]string{"principal": "zk/h@R"}}},
+		"Other":    {{Class: "x.Other", Flag: "required", Options: map[string]string{}}},
 	}
-	if f, why := NewFactory(j, Options{Section: "Missing"}); f != nil || why == "" {
-		t.Errorf("missing section: factory %v, reason %q", f != nil, why)
+	if st, err := NewFactory(j, Options{Section: "Missing"}); err != nil || st.Factory != nil || st.Reason == "" {
+		t.Errorf("missing section: %+v, %v", st, err)
 	}
-	if f, why := NewFactory(j, Options{Section: "Kerberos"}); f != nil || why == "" {
-		t.Errorf("kerberos section: factory %v, reason %q", f != nil, why)
+	if st, err := NewFactory(j, Options{Section: "Other"}); err != nil || st.Factory != nil || st.Reason == "" {
+		t.Errorf("section without users or Kerberos: %+v, %v", st, err)
 	}
-	f, why := NewFactory(j, Options{Section: "Server", SuperPassword: "override"})
-	if f == nil {
-		t.Fatalf("Server section: no factory: %s", why)
+	if _, err := NewFactory(j, Options{Section: "Kerberos"}); err == nil || !strings.Contains(err.Error(), "useKeyTab") {
+		t.Errorf("Kerberos module without a keytab: err %v", err)
 	}
-	m := f().(*DigestMD5Server)
+	st, err := NewFactory(j, Options{Section: "Server", SuperPassword: "override"})
+	if err != nil || st.Factory == nil {
+		t.Fatalf("Server section: no factory: %+v, %v", st, err)
+	}
+	if len(st.Mechanisms) != 1 || st.Mechanisms[0] != "DIGEST-MD5" {
+		t.Errorf("mechanisms %v, want [DIGEST-MD5]", st.Mechanisms)
+	}
+	c := st.Factory().(*chooser)
+	if _, err := c.Evaluate(nil); err != nil {
+		t.Fatalf("first DIGEST-MD5 step: %v", err)
+	}
+	m := c.m.(*DigestMD5Server)
 	if m.users["super"] != "override" || m.users["bob"] != "b" {
 		t.Errorf("users = %v", m.users)
 	}

@@ -2,6 +2,7 @@ package sasl
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -24,8 +25,7 @@ type Mechanism interface {
 	AuthenticationID() string
 }
 
-// Factory starts a Mechanism for a new exchange. A GSSAPI mechanism would be
-// another Factory chosen by NewFactory.
+// Factory starts a Mechanism for a new exchange.
 type Factory func() Mechanism
 
 // Options are the server's SASL settings that shape a Factory.
@@ -36,24 +36,96 @@ type Options struct {
 	// SuperPassword replaces the JAAS password of the user "super"
 	// (zookeeper.SASLAuthenticationProvider.superPassword); "" keeps it.
 	SuperPassword string
+	// Krb5Config is java.security.krb5.conf ("" = DefaultKrb5Conf if it
+	// loads).
+	Krb5Config string
 }
 
-// NewFactory returns the mechanism a JAAS configuration gives the server:
-// DIGEST-MD5 over the section's user_NAME options, or nil (with the reason)
-// when the section is missing or holds no users (a Kerberos-only section:
-// GSSAPI is not implemented).
-func NewFactory(j JAAS, opts Options) (Factory, string) {
-	if _, ok := j[opts.Section]; !ok {
-		return nil, "no JAAS section " + opts.Section
+// Setup is what a JAAS configuration gives the server.
+type Setup struct {
+	// Factory starts an exchange; nil means no SASL login.
+	Factory Factory
+	// Mechanisms names the mechanisms offered, e.g. [DIGEST-MD5 GSSAPI].
+	Mechanisms []string
+	// Reason says why there is no Factory.
+	Reason string
+	// Kerberos is the service identity when GSSAPI is offered.
+	Kerberos *Kerberos
+}
+
+// NewFactory returns the mechanisms a JAAS configuration gives the server:
+// DIGEST-MD5 over the section's user_NAME options, GSSAPI over the keytab
+// of its Krb5LoginModule, or both. A section with neither gives no Factory
+// (Setup.Reason says why); a Krb5LoginModule whose keytab or krb5.conf does
+// not load is an error, as a failed JAAS login stops ZooKeeper's startup.
+func NewFactory(j JAAS, opts Options) (Setup, error) {
+	modules, ok := j[opts.Section]
+	if !ok {
+		return Setup{Reason: "no JAAS section " + opts.Section}, nil
 	}
+	var st Setup
 	users := j.Users(opts.Section)
+	if len(users) > 0 {
+		if opts.SuperPassword != "" {
+			users["super"] = opts.SuperPassword
+		}
+		st.Mechanisms = append(st.Mechanisms, "DIGEST-MD5")
+	}
+	for _, m := range modules {
+		if m.Class != Krb5LoginModule {
+			continue
+		}
+		k, err := LoadKerberos(m, opts.Krb5Config)
+		if err != nil {
+			return Setup{}, fmt.Errorf("JAAS section %s: %w", opts.Section, err)
+		}
+		st.Kerberos = k
+		st.Mechanisms = append(st.Mechanisms, "GSSAPI")
+		break
+	}
+	if len(st.Mechanisms) == 0 {
+		st.Reason = "JAAS section " + opts.Section + " has no user_ entries and no " + Krb5LoginModule
+		return st, nil
+	}
+	k := st.Kerberos
 	if len(users) == 0 {
-		return nil, "JAAS section " + opts.Section + " has no user_ entries (GSSAPI is not supported)"
+		users = nil
 	}
-	if opts.SuperPassword != "" {
-		users["super"] = opts.SuperPassword
+	st.Factory = func() Mechanism { return &chooser{users: users, kerberos: k} }
+	return st, nil
+}
+
+// chooser picks the mechanism of an exchange from the client's first
+// token, since ZooKeeper's sasl request names none: DIGEST-MD5 starts with
+// an empty token, GSSAPI with the client's InitialContextToken.
+type chooser struct {
+	users    map[string]string // DIGEST-MD5 users; nil: not offered
+	kerberos *Kerberos         // nil: GSSAPI not offered
+	m        Mechanism
+}
+
+// Evaluate passes the token to the chosen mechanism.
+func (c *chooser) Evaluate(token []byte) ([]byte, error) {
+	if c.m == nil {
+		switch {
+		case c.kerberos != nil && (len(token) > 0 || c.users == nil):
+			c.m = NewGSSAPIServer(c.kerberos)
+		default:
+			c.m = NewDigestMD5Server(c.users)
+		}
 	}
-	return func() Mechanism { return NewDigestMD5Server(users) }, ""
+	return c.m.Evaluate(token)
+}
+
+// Complete reports whether the chosen mechanism has succeeded.
+func (c *chooser) Complete() bool { return c.m != nil && c.m.Complete() }
+
+// AuthenticationID is the chosen mechanism's authenticated user.
+func (c *chooser) AuthenticationID() string {
+	if c.m == nil {
+		return ""
+	}
+	return c.m.AuthenticationID()
 }
 
 // NameRules turn an authenticated principal into the id of the sasl scheme,

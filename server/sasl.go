@@ -52,13 +52,20 @@ func newSASLSetup(cfg conf.Config, reg *acl.Registry, logger *slog.Logger) (sasl
 	if err != nil {
 		return saslSetup{}, fmt.Errorf("server: java.security.auth.login.config: %w", err)
 	}
-	factory, why := sasl.NewFactory(j, sasl.Options{Section: c.ServerSection, SuperPassword: c.SuperPassword})
-	if factory == nil {
-		logger.Warn("no SASL login on the client port", "jaas", c.JAASConfigFile, "reason", why)
+	setup, err := sasl.NewFactory(j, sasl.Options{Section: c.ServerSection, SuperPassword: c.SuperPassword, Krb5Config: c.Krb5ConfigFile})
+	if err != nil {
+		return saslSetup{}, fmt.Errorf("server: java.security.auth.login.config %s: %w", c.JAASConfigFile, err)
+	}
+	if setup.Factory == nil {
+		logger.Warn("no SASL login on the client port", "jaas", c.JAASConfigFile, "reason", setup.Reason)
 		return st, nil
 	}
-	logger.Info("SASL login on the client port", "jaas", c.JAASConfigFile, "section", c.ServerSection, "mechanism", "DIGEST-MD5")
-	st.mechanism = factory
+	attrs := []any{"jaas", c.JAASConfigFile, "section", c.ServerSection, "mechanisms", setup.Mechanisms}
+	if setup.Kerberos != nil {
+		attrs = append(attrs, "principal", setup.Kerberos.Principal())
+	}
+	logger.Info("SASL login on the client port", attrs...)
+	st.mechanism = setup.Factory
 	return st, nil
 }
 
