@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 	"testing"
 	"time"
@@ -31,13 +30,7 @@ func startOpsServer(t *testing.T, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		s.Close()
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
+	testutil.Start(t, s)
 	return s
 }
 

@@ -8,6 +8,7 @@
 package testutil
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -182,4 +183,24 @@ func (w *tWriter) stop() {
 	w.mu.Lock()
 	w.stopped = true
 	w.mu.Unlock()
+}
+
+// Server is what Start starts: a zkserverd server, or a test's wrapper of
+// one.
+type Server interface {
+	Start(ctx context.Context) error
+	Close() error
+}
+
+// Start starts s, allowing 30 s, fails the test if it does not start, and
+// closes it when the test ends.
+func Start(t testing.TB, s Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		s.Close()
+		t.Fatalf("start server: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
 }

@@ -80,13 +80,7 @@ func startOpsServer(t *testing.T, opts testOptions) *testServer {
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		s.Close()
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
+	testutil.Start(t, s)
 	return s
 }
 
