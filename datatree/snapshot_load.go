@@ -102,6 +102,11 @@ func (l *Loader) Finish() (*Tree, error) {
 	return t, nil
 }
 
+// IsEphemeralOwner reports whether a stored ephemeralOwner (as ZooKeeper's
+// snapshots and logs hold it) names the session of an ephemeral node, as
+// opposed to a persistent, container or TTL node.
+func IsEphemeralOwner(owner int64) bool { return kindOfOwner(owner) == kindEphemeral }
+
 // kindOfOwner decodes a stored ephemeralOwner as ZooKeeper does: 0 is a
 // persistent node, the container marker a container, the extended TTL
 // encoding (top byte 0xFF, a TTL in the low 40 bits) a TTL node, anything

@@ -112,11 +112,17 @@ func TestKindOfOwner(t *testing.T) {
 		{jute.ContainerOwner, kindContainer},
 		{jute.TTLOwnerMask | 1, kindTTL},
 		{jute.TTLOwnerMask | jute.MaxTTL, kindTTL},
-		{jute.TTLOwnerMask, kindEphemeral}, // a TTL of 0 is no TTL node
+		{jute.TTLOwnerMask | 3600000, kindTTL},
+		{jute.TTLOwnerMask, kindEphemeral},             // a TTL of 0 is no TTL node
+		{jute.TTLOwnerMask | 1<<40 | 5, kindEphemeral}, // another extended type
+		{0x0100000012340000, kindEphemeral},
 	}
 	for _, tt := range tests {
 		if got := kindOfOwner(tt.owner); got != tt.want {
 			t.Errorf("kindOfOwner(%#x) = %d, want %d", tt.owner, got, tt.want)
+		}
+		if got := IsEphemeralOwner(tt.owner); got != (tt.want == kindEphemeral) {
+			t.Errorf("IsEphemeralOwner(%#x) = %v", tt.owner, got)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -102,22 +101,6 @@ func (r *fatalRecorder) calls() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.errs)
-}
-
-// openReady opens a node with cfg as it is and waits until it serves.
-func openReady(t *testing.T, cfg Config) *Node {
-	t.Helper()
-	n, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := n.WaitReady(ctx); err != nil {
-		n.Close()
-		t.Fatal(err)
-	}
-	return n
 }
 
 // notAcknowledged checks that the write whose outcome arrives on ch is not

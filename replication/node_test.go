@@ -22,9 +22,9 @@ func openNode(t *testing.T, dir string, inMemory bool) *Node {
 	return openNodeWith(t, Config{DataDir: dir, InMemory: inMemory})
 }
 
-func openNodeWith(t *testing.T, cfg Config) *Node {
+// openReady opens a node with cfg as it is and waits until it serves.
+func openReady(t *testing.T, cfg Config) *Node {
 	t.Helper()
-	cfg.ForceSync, cfg.SnapshotThreshold, cfg.TrailingLogs = true, 64, 16
 	n, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +36,12 @@ func openNodeWith(t *testing.T, cfg Config) *Node {
 		t.Fatal(err)
 	}
 	return n
+}
+
+func openNodeWith(t *testing.T, cfg Config) *Node {
+	t.Helper()
+	cfg.ForceSync, cfg.SnapshotThreshold, cfg.TrailingLogs = true, 64, 16
+	return openReady(t, cfg)
 }
 
 func createTxn(path string) *txnlog.Txn {

@@ -222,26 +222,6 @@ func TestProgressLines(t *testing.T) {
 	}
 }
 
-func TestKindOf(t *testing.T) {
-	tests := []struct {
-		owner int64
-		want  kind
-	}{
-		{0, kindPersistent},
-		{jute.ContainerOwner, kindContainer},
-		{jute.TTLOwnerMask | 3600000, kindTTL},
-		{jute.TTLOwnerMask | jute.MaxTTL, kindTTL},
-		{jute.TTLOwnerMask, kindEphemeral},             // TTL 0 is no TTL
-		{jute.TTLOwnerMask | 1<<40 | 5, kindEphemeral}, // another extended type
-		{0x0100000012340000, kindEphemeral},
-	}
-	for _, tc := range tests {
-		if got := kindOf(tc.owner); got != tc.want {
-			t.Errorf("kindOf(%#x) = %d, want %d", uint64(tc.owner), got, tc.want)
-		}
-	}
-}
-
 // TestInvalidTreeIsNotWritten: a node set the server would refuse (here an
 // orphan) fails the import and leaves the target as it was.
 func TestInvalidTreeIsNotWritten(t *testing.T) {

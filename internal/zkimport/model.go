@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
@@ -27,35 +28,6 @@ type Node struct {
 	Data []byte // nil for a null buffer
 	ACL  []jute.ACL
 	Stat Stat
-}
-
-// kind classifies a node by its stored ephemeralOwner.
-type kind uint8
-
-// Node kinds, with the numbering of datatree's snapshot format.
-const (
-	kindPersistent kind = iota
-	kindEphemeral
-	kindContainer
-	kindTTL
-)
-
-// kindOf decodes ZooKeeper's ephemeralOwner: 0 persistent, the container
-// marker, the extended TTL encoding (0xFF in the top byte, type 0, a TTL in
-// the low 40 bits), else a session id.
-func kindOf(owner int64) kind {
-	switch {
-	case owner == 0:
-		return kindPersistent
-	case owner == jute.ContainerOwner:
-		return kindContainer
-	case owner&jute.TTLOwnerMask == jute.TTLOwnerMask:
-		ttl := owner &^ jute.TTLOwnerMask
-		if ttl>>40 == 0 && ttl > 0 {
-			return kindTTL
-		}
-	}
-	return kindEphemeral
 }
 
 // db is ZooKeeper's DataTree reduced to what a migration needs: the nodes,
@@ -116,7 +88,7 @@ func parentOf(p string) (string, bool) {
 // put adds a node, indexing it by owner when it is an ephemeral.
 func (d *db) put(n *Node) {
 	d.nodes[n.Path] = n
-	if kindOf(n.Stat.EphemeralOwner) == kindEphemeral {
+	if datatree.IsEphemeralOwner(n.Stat.EphemeralOwner) {
 		set := d.ephemerals[n.Stat.EphemeralOwner]
 		if set == nil {
 			set = make(map[string]struct{})
@@ -191,7 +163,7 @@ func (d *db) remove(path string, zxid int64) {
 		return
 	}
 	delete(d.nodes, path)
-	if owner := n.Stat.EphemeralOwner; kindOf(owner) == kindEphemeral {
+	if owner := n.Stat.EphemeralOwner; datatree.IsEphemeralOwner(owner) {
 		if set := d.ephemerals[owner]; set != nil {
 			delete(set, path)
 			if len(set) == 0 {

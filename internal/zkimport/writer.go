@@ -77,7 +77,7 @@ func finalNodes(d *db) ([]*Node, int) {
 	out := make([]*Node, 0, len(d.nodes))
 	dropped := 0
 	for _, n := range d.nodes {
-		if kindOf(n.Stat.EphemeralOwner) == kindEphemeral {
+		if datatree.IsEphemeralOwner(n.Stat.EphemeralOwner) {
 			dropped++
 			continue
 		}
