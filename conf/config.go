@@ -70,7 +70,9 @@ type Config struct {
 	// SSL is the client port's TLS configuration (ssl.go).
 	SSL SSL
 	// SASL is the SASL login and enforced authentication (sasl.go).
-	SASL                    SASL
+	SASL SASL
+	// Quorum is the security of the links between members (quorumsec.go).
+	Quorum                  Quorum
 	ClientPortListenBacklog int // -1 = OS default
 
 	MinSessionTimeout int // 0 (or -1) = 2*TickTime; see EffectiveMinSessionTimeout
@@ -200,6 +202,7 @@ func Default() Config {
 		SyncEnabled:              true,
 		SSL:                      DefaultSSL(),
 		SASL:                     DefaultSASL(),
+		Quorum:                   DefaultQuorum(),
 		Extra:                    map[string]string{},
 	}
 }

@@ -110,6 +110,9 @@ func (p *parser) set(key, value string) error {
 		return err
 	}
 	name := strings.TrimPrefix(key, sysPropPrefix)
+	if ok, err := p.setQuorumSecurityKey(key, name, value); ok {
+		return err
+	}
 	if ok, err := p.setSSLKey(key, name, value); ok {
 		return err
 	}
@@ -418,7 +421,7 @@ func parsePeerType(key, v string) (string, error) {
 // accepts without acting on it (TLS, SASL, JVM and tuning knobs, ...).
 func knownUninterpreted(key string) bool {
 	switch key {
-	case "sslQuorum", "portUnification", "sslQuorumReloadCertFiles", "oraclePath",
+	case "oraclePath",
 		"quorum.cnxn.threads.size", "enforceQuota", "digest.enabled", "snapSizeLimitInKb",
 		"txnLogSizeLimitInKb", "commitLogCount", "serverCnxnFactory", "maxCnxns",
 		"snapshot.trust.empty", "watchManagerName", "superUser",

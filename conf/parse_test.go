@@ -152,10 +152,10 @@ func TestParseKeys(t *testing.T) {
 		{"observerMasterPort=2191", func(c *Config) { c.ObserverMasterPort = 2191 }},
 		{"dynamicConfigFile=/x.dynamic", func(c *Config) { c.DynamicConfigFile = "/x.dynamic" }},
 		{"version=100000000", func(c *Config) { c.ConfigVersion = 0x100000000 }},
-		{"sslQuorum=true", func(c *Config) { c.Extra["sslQuorum"] = "true" }},
+		{"sslQuorum=true", func(c *Config) { c.Quorum.SSL = true }},
 		{"metricsProvider.exportJvmInfo=false", func(c *Config) { c.Extra["metricsProvider.exportJvmInfo"] = "false" }},
 		{"zookeeper.ssl.keyStore.location=/k", func(c *Config) { c.SSL.KeyStore.Location = "/k" }},
-		{"zookeeper.ssl.quorum.keyStore.location=/k", func(c *Config) { c.Extra["zookeeper.ssl.quorum.keyStore.location"] = "/k" }},
+		{"zookeeper.ssl.quorum.keyStore.location=/k", func(c *Config) { c.Quorum.TLS.KeyStore.Location = "/k" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -310,6 +310,8 @@ func TestParseFullFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	quorumSSL := DefaultQuorum()
+	quorumSSL.SSL = true
 	if len(warnings) != 0 {
 		t.Fatalf("warnings = %q", warnings)
 	}
@@ -355,7 +357,8 @@ func TestParseFullFile(t *testing.T) {
 			{ID: 1, Host: "zk1.example.com", PeerPort: 2888, ElectionPort: 3888, ClientPort: 2181},
 			{ID: 2, Host: "2001:db8::2", PeerPort: 2888, ElectionPort: 3888, Observer: true, ClientAddress: "::1", ClientPort: 2181},
 		},
-		Extra: map[string]string{"sslQuorum": "true", "metricsProvider.exportJvmInfo": "false"},
+		Quorum: quorumSSL,
+		Extra:  map[string]string{"metricsProvider.exportJvmInfo": "false"},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("Parse(full.cfg)\n got %+v\nwant %+v", c, want)

@@ -19,6 +19,7 @@ func (c Config) Validate() error {
 	c.validateEnsemble(v)
 	c.validateSSL(v)
 	c.validateSASL(v)
+	c.validateQuorum(v)
 	return errors.Join(v.errs...)
 }
 

@@ -137,7 +137,7 @@ func (f *forwarder) ensureConnLocked() error {
 	if !ok {
 		return fmt.Errorf("replication: leader %s is not in this member's configuration", leader)
 	}
-	c, err := net.DialTimeout("tcp", addr, f.n.cfg.ForwardTimeout)
+	c, err := f.n.network().Dial(addr, f.n.cfg.ForwardTimeout)
 	if err != nil {
 		f.n.link.broke(leader)
 		return fmt.Errorf("replication: dial leader %s at %s: %w", leader, addr, err)

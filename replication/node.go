@@ -86,6 +86,9 @@ type Config struct {
 	// quorum port (tests use raft's in-memory transport; Peer.RaftAddr must
 	// then be the transport's address). Forwarding still uses TCP.
 	RaftTransport raft.Transport
+	// Network carries member connections (nil: plain TCP); peernet's
+	// secures them with TLS and SASL.
+	Network Network
 	// Join starts a member that is not in the ensemble yet: it does not
 	// bootstrap and waits for the leader to add it (reconfig).
 	Join bool
@@ -366,15 +369,17 @@ func (n *Node) raftTransport(rc *raft.Config, self Peer) (raft.Transport, error)
 	if err != nil {
 		return nil, fmt.Errorf("replication: resolve %s: %w", self.RaftAddr, err)
 	}
-	trans, err := raft.NewTCPTransportWithConfig(raftBind, advertise, &raft.NetworkTransportConfig{
+	ln, err := n.network().Listen(raftBind)
+	if err != nil {
+		return nil, fmt.Errorf("replication: listen on quorum port %s: %w", raftBind, err)
+	}
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:                &streamLayer{Listener: ln, network: n.network(), advertise: advertise},
 		ServerAddressProvider: n.peers,
 		Logger:                rc.Logger,
 		MaxPool:               3,
 		Timeout:               n.cfg.ForwardTimeout,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("replication: listen on quorum port %s: %w", raftBind, err)
-	}
 	n.closers = append(n.closers, trans.Close)
 	return trans, nil
 }
@@ -385,7 +390,7 @@ func (n *Node) listenForwarding(self Peer) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", fwdBind)
+	ln, err := n.network().Listen(fwdBind)
 	if err != nil {
 		return fmt.Errorf("replication: listen on election port %s: %w", fwdBind, err)
 	}

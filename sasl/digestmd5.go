@@ -33,14 +33,23 @@ const (
 // "auth": a challenge, the client's digest response, and rspauth.
 type DigestMD5Server struct {
 	users map[string]string
+	realm string // the server name, also the realm
+	uri   string // the digest-uri clients must send: protocol/realm
 	step  digestStep
 	nonce string
 	user  string
 }
 
 // NewDigestMD5Server starts an exchange against users (name -> password).
+// It serves ZooKeeper's client-port names (DigestRealm, DigestURI).
 func NewDigestMD5Server(users map[string]string) *DigestMD5Server {
-	return &DigestMD5Server{users: users}
+	return &DigestMD5Server{users: users, realm: DigestRealm, uri: DigestURI}
+}
+
+// NewDigestMD5ServerFor starts an exchange against users for another
+// protocol and server name (the realm; digest-uri protocol/serverName).
+func NewDigestMD5ServerFor(users map[string]string, protocol, serverName string) *DigestMD5Server {
+	return &DigestMD5Server{users: users, realm: serverName, uri: protocol + "/" + serverName}
 }
 
 // Complete reports whether the client has authenticated.
@@ -78,7 +87,7 @@ func (s *DigestMD5Server) challenge(token []byte) ([]byte, error) {
 	}
 	s.nonce = base64.StdEncoding.EncodeToString(raw[:])
 	s.step = stepResponse
-	return []byte(`realm="` + DigestRealm + `",nonce="` + s.nonce + `",qop="auth",charset=utf-8,algorithm=md5-sess`), nil
+	return []byte(`realm="` + s.realm + `",nonce="` + s.nonce + `",qop="auth",charset=utf-8,algorithm=md5-sess`), nil
 }
 
 // verify checks a digest-response and returns rspauth.
@@ -122,10 +131,10 @@ func (s *DigestMD5Server) checkFields(d map[string]string) error {
 		return fmt.Errorf("nonce count %q is not 00000001", d["nc"])
 	case d["qop"] != "" && d["qop"] != "auth":
 		return fmt.Errorf("qop %q is not supported", d["qop"])
-	case !strings.EqualFold(d["digest-uri"], DigestURI):
-		return fmt.Errorf("digest-uri %q is not %s", d["digest-uri"], DigestURI)
-	case d["realm"] != "" && d["realm"] != DigestRealm:
-		return fmt.Errorf("realm %q is not %s", d["realm"], DigestRealm)
+	case !strings.EqualFold(d["digest-uri"], s.uri):
+		return fmt.Errorf("digest-uri %q is not %s", d["digest-uri"], s.uri)
+	case d["realm"] != "" && d["realm"] != s.realm:
+		return fmt.Errorf("realm %q is not %s", d["realm"], s.realm)
 	}
 	return nil
 }

@@ -2,12 +2,15 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/peernet"
 	"github.com/zkserverd/zkserverd/replication"
 )
 
@@ -33,6 +36,19 @@ func peerOf(s conf.Server) replication.Peer {
 		ForwardAddr: net.JoinHostPort(s.Host, strconv.Itoa(s.ElectionPort)),
 		Observer:    s.Observer,
 	}
+}
+
+// memberNetwork secures the links between members when the configuration
+// asks for TLS or SASL there (package peernet); nil means plain TCP.
+func memberNetwork(cfg conf.Config, logger *slog.Logger) (replication.Network, error) {
+	if !cfg.Distributed() || !peernet.Enabled(cfg) {
+		return nil, nil
+	}
+	n, err := peernet.New(cfg, logger)
+	if err != nil {
+		return nil, fmt.Errorf("server: member links: %w", err)
+	}
+	return n, nil
 }
 
 // dynamicConfigText is /zookeeper/config's data on an ensemble member:

@@ -167,6 +167,10 @@ func New(opts Options) (*Server, error) {
 		clock = session.RealClock{}
 	}
 	s.tracker = session.NewTracker(clock, time.Duration(cfg.TickTime)*time.Millisecond, s.expireSessions)
+	network, err := memberNetwork(cfg, logger) // ensemble.go
+	if err != nil {
+		return nil, err
+	}
 	node, err := replication.Open(replication.Config{
 		ServerID:              s.serverID,
 		DataDir:               filepath.Join(s.dataDir, "version-2"),
@@ -178,6 +182,7 @@ func New(opts Options) (*Server, error) {
 		Observer:              (*observer)(s),
 		Logger:                logger,
 		Peers:                 peersOf(cfg),
+		Network:               network,
 		ListenAll:             cfg.QuorumListenOnAllIPs,
 		TickTime:              time.Duration(cfg.TickTime) * time.Millisecond,
 		ForwardTimeout:        time.Duration(cfg.InitLimit*cfg.TickTime) * time.Millisecond,

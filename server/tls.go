@@ -27,10 +27,6 @@ import (
 // changes.
 const tlsReloadInterval = time.Second
 
-// tlsRecordHandshake is the first byte of a TLS connection (a handshake
-// record); port unification tells TLS from plaintext by it.
-const tlsRecordHandshake = 0x16
-
 // newClientTLS builds the client port's TLS configuration when one is
 // configured (nil otherwise), and registers the x509 provider when no
 // authProvider.N gave one, as ZooKeeper does for a TLS client port.
@@ -196,12 +192,12 @@ type secureConn struct {
 func (sc *secureConn) handshake(ctx context.Context) (*tls.ConnectionState, error) {
 	var under net.Conn = sc.Conn
 	if sc.unified {
-		var first [1]byte
-		if _, err := io.ReadFull(sc.Conn, first[:]); err != nil {
+		first, sniffed, err := tlsconf.Sniff(sc.Conn)
+		if err != nil {
 			return nil, err
 		}
-		under = &prefixConn{Conn: sc.Conn, prefix: first[:]}
-		if first[0] != tlsRecordHandshake {
+		under = sniffed
+		if first != tlsconf.RecordHandshake {
 			sc.up.Store(&under)
 			return nil, nil
 		}
@@ -230,23 +226,6 @@ func (sc *secureConn) Write(p []byte) (int, error) {
 		return (*up).Write(p)
 	}
 	return 0, errNoHandshake
-}
-
-// prefixConn replays bytes already read before reading the connection.
-// Only the reader goroutine reads it.
-type prefixConn struct {
-	net.Conn
-	prefix []byte
-}
-
-// Read implements net.Conn.
-func (p *prefixConn) Read(b []byte) (int, error) {
-	if len(p.prefix) > 0 {
-		n := copy(b, p.prefix)
-		p.prefix = p.prefix[n:]
-		return n, nil
-	}
-	return p.Conn.Read(b)
 }
 
 // multiListener accepts from several listeners (the plaintext and the

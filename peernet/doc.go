@@ -1,0 +1,17 @@
+// Package peernet secures the connections between ensemble members, on
+// both of a member's ports (raft on the quorum port, write forwarding on
+// the election port): TLS with ZooKeeper's sslQuorum and ssl.quorum.*
+// keys (mutual authentication, host name verification, port unification
+// for rolling upgrades) and a DIGEST-MD5 login with the quorum.auth.* keys
+// and the QuorumServer/QuorumLearner JAAS sections.
+//
+// A Network listens and dials; replication builds raft's stream layer and
+// its forwarding links on it. A connection is handed over only after its
+// TLS handshake and login succeeded; a refused one is closed and logged on
+// both sides with the peer's address and the reason.
+//
+// The handshake after TLS is zkserverd's own (see hello.go): Apache
+// ZooKeeper members and zkserverd members never share an ensemble, so it
+// need not be ZooKeeper's QuorumAuthPacket. A member configured with none
+// of these keys uses plain TCP and sends exactly what it sent before.
+package peernet
