@@ -20,8 +20,11 @@ const reverseLookupTimeout = 2 * time.Second
 // the quorum truststore and, with hostnameVerification, against host.
 func (n *Network) clientConfig(host string) *tls.Config {
 	base := n.tlsBase()
+	cert := &base.Certificates[0]
 	cfg := &tls.Config{
-		Certificates:       base.Certificates,
+		// Sent whatever CAs the member asks for, so that a member with an
+		// untrusted certificate is told so, not that it sent none.
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil },
 		MinVersion:         base.MinVersion,
 		MaxVersion:         base.MaxVersion,
 		CipherSuites:       base.CipherSuites,
@@ -33,14 +36,14 @@ func (n *Network) clientConfig(host string) *tls.Config {
 	roots := base.ClientCAs
 	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
 		if len(cs.PeerCertificates) == 0 {
-			return errors.New("peernet: the member sent no certificate")
+			return errors.New("the member sent no certificate")
 		}
 		if err := verifyChain(cs.PeerCertificates, roots); err != nil {
 			return err
 		}
 		if n.verifyHost {
 			if err := cs.PeerCertificates[0].VerifyHostname(host); err != nil {
-				return fmt.Errorf("peernet: hostname verification: %w", err)
+				return fmt.Errorf("hostname verification: %w", err)
 			}
 		}
 		return nil
@@ -82,7 +85,7 @@ func verifyChain(chain []*x509.Certificate, roots *x509.CertPool) error {
 	_, err := chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
 	if err != nil {
-		return fmt.Errorf("peernet: certificate %q not trusted: %w", chain[0].Subject.String(), err)
+		return fmt.Errorf("certificate %q not trusted: %w", chain[0].Subject.String(), err)
 	}
 	return nil
 }
@@ -105,6 +108,6 @@ func verifyAddress(cert *x509.Certificate, remote net.Addr) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("peernet: hostname verification: certificate %q names neither %s nor its host names %v",
+	return fmt.Errorf("hostname verification: certificate %q names neither %s nor its host names %v",
 		cert.Subject.String(), host, names)
 }

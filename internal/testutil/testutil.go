@@ -204,3 +204,43 @@ func Start(t testing.TB, s Server) {
 	}
 	t.Cleanup(func() { s.Close() })
 }
+
+// LogCapture keeps the text of the log records a CaptureLogger wrote, for
+// tests that check what was logged. mu guards buf.
+type LogCapture struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+// Write implements io.Writer.
+func (c *LogCapture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.Write(p)
+}
+
+// Lines returns the captured lines that contain every one of parts.
+func (c *LogCapture) Lines(parts ...string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(c.buf.String(), "\n") {
+		match := line != ""
+		for _, p := range parts {
+			match = match && strings.Contains(line, p)
+		}
+		if match {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// CaptureLogger is Logger that also keeps the records' text in the
+// returned LogCapture.
+func CaptureLogger(t testing.TB, level slog.Level) (*slog.Logger, *LogCapture) {
+	w := &tWriter{t: t}
+	t.Cleanup(w.stop)
+	c := &LogCapture{}
+	return slog.New(slog.NewTextHandler(io.MultiWriter(w, c), &slog.HandlerOptions{Level: level})), c
+}

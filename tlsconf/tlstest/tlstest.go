@@ -37,6 +37,9 @@ type Cert struct {
 type Options struct {
 	NotBefore, NotAfter time.Time
 	IsCA                bool
+	// Hosts, when not nil, replaces the names the certificate is valid
+	// for: IP addresses become IP SANs, other names DNS SANs.
+	Hosts []string
 }
 
 // NewCA returns a self-signed CA named cn.
@@ -77,6 +80,16 @@ func issue(t testing.TB, subject pkix.Name, parent *Cert, opts Options) *Cert {
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		DNSNames:     []string{"localhost"},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	if opts.Hosts != nil {
+		tmpl.DNSNames, tmpl.IPAddresses = nil, nil
+		for _, h := range opts.Hosts {
+			if ip := net.ParseIP(h); ip != nil {
+				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+			} else {
+				tmpl.DNSNames = append(tmpl.DNSNames, h)
+			}
+		}
 	}
 	if opts.IsCA {
 		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true

@@ -1,0 +1,313 @@
+package peernet
+
+import (
+	"bufio"
+	"crypto/x509/pkix"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
+	"github.com/zkserverd/zkserverd/tlsconf/tlstest"
+)
+
+// jaasText is a member's JAAS file: the QuorumServer users and the
+// QuorumLearner credentials, with learnerPassword as its own password.
+func jaasText(learnerPassword string) string {
+	return `QuorumServer {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+  user_zkpeer="right";
+};
+QuorumLearner {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+  username="zkpeer"
+  password="` + learnerPassword + `";
+};
+`
+}
+
+// certs are the certificates of the tests: members of one CA, one
+// member of another CA, and one that names only another host.
+type certs struct {
+	ca, member, stranger, misnamed *tlstest.Cert
+}
+
+func newCerts(t *testing.T) certs {
+	ca, other := tlstest.NewCA(t, "quorum CA"), tlstest.NewCA(t, "other CA")
+	return certs{
+		ca:       ca,
+		member:   ca.Issue(t, pkix.Name{CommonName: "member"}, tlstest.Options{}),
+		stranger: other.Issue(t, pkix.Name{CommonName: "stranger"}, tlstest.Options{}),
+		misnamed: ca.Issue(t, pkix.Name{CommonName: "misnamed"}, tlstest.Options{Hosts: []string{"zk9.example.com", "10.9.9.9"}}),
+	}
+}
+
+// side is one member's setting in a test case.
+type side struct {
+	ssl, unified  bool
+	cert          *tlstest.Cert // default: the member certificate
+	noHostVerify  bool
+	sasl          bool
+	learnerReq    bool
+	serverReq     bool
+	learnerPasswd string // default: right
+}
+
+// config writes side's files to a new directory and returns its
+// configuration.
+func (s side) config(t *testing.T, c certs) conf.Config {
+	dir := t.TempDir()
+	cfg := conf.Default()
+	cfg.TickTime, cfg.InitLimit = 500, 10
+	q := &cfg.Quorum
+	q.SSL, q.PortUnification = s.ssl, s.unified
+	q.TLS.HostnameVerification = !s.noHostVerify
+	if q.TLSConfigured() {
+		cert := s.cert
+		if cert == nil {
+			cert = c.member
+		}
+		q.TLS.KeyStore.Location = tlstest.WriteFile(t, dir, "member.p12", cert.PKCS12KeyStore(t, "pw"))
+		q.TLS.KeyStore.Password = "pw"
+		q.TLS.TrustStore.Location = tlstest.WriteFile(t, dir, "ca.pem", tlstest.PEMTrustStore(c.ca))
+	}
+	if s.sasl {
+		q.SASL.Enable, q.SASL.LearnerRequire, q.SASL.ServerRequire = true, s.learnerReq, s.serverReq
+		pw := s.learnerPasswd
+		if pw == "" {
+			pw = "right"
+		}
+		cfg.SASL.JAASConfigFile = filepath.Join(dir, "jaas.conf")
+		if err := os.WriteFile(cfg.SASL.JAASConfigFile, []byte(jaasText(pw)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("test configuration: %v", err)
+	}
+	return cfg
+}
+
+// echoServer serves lines back on every connection ln hands over, and
+// counts them on accepted.
+func echoServer(ln net.Listener, accepted chan<- struct{}) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		accepted <- struct{}{}
+		go func() {
+			defer c.Close()
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if err == nil {
+				io.WriteString(c, line)
+			}
+		}()
+	}
+}
+
+func TestHandshakes(t *testing.T) {
+	c := newCerts(t)
+	tests := []struct {
+		name             string
+		dialer, acceptor side
+		// plainDialer dials without a Network: a member without these
+		// keys, or with quorum.auth.learnerRequireSasl=false, which sends
+		// the same bytes.
+		plainDialer bool
+		// refusal: "" means the connection works; otherwise text the
+		// acceptor's log line holds, and dialerLog the dialer's.
+		refusal, dialerLog string
+	}{
+		{name: "mutual TLS", dialer: side{ssl: true}, acceptor: side{ssl: true}},
+		{name: "untrusted dialer", dialer: side{ssl: true, cert: c.stranger}, acceptor: side{ssl: true},
+			refusal: "not trusted", dialerLog: "bad certificate"},
+		{name: "untrusted acceptor", dialer: side{ssl: true}, acceptor: side{ssl: true, cert: c.stranger},
+			refusal: "bad certificate", dialerLog: "not trusted"},
+		{name: "dialer's certificate names another host", dialer: side{ssl: true, cert: c.misnamed}, acceptor: side{ssl: true},
+			refusal: "hostname verification", dialerLog: "bad certificate"},
+		{name: "acceptor's certificate names another host", dialer: side{ssl: true}, acceptor: side{ssl: true, cert: c.misnamed},
+			refusal: "bad certificate", dialerLog: "hostname verification"},
+		{name: "hostname verification off", dialer: side{ssl: true, cert: c.misnamed, noHostVerify: true},
+			acceptor: side{ssl: true, cert: c.misnamed, noHostVerify: true}},
+		{name: "plaintext member to TLS-only port", plainDialer: true, acceptor: side{ssl: true},
+			refusal: "plaintext connection on a TLS-only member port"},
+		{name: "plaintext member to unified port", plainDialer: true, acceptor: side{ssl: true, unified: true}},
+		{name: "TLS member to unified plaintext port", dialer: side{ssl: true}, acceptor: side{unified: true}},
+		{name: "TLS member to plaintext port", dialer: side{ssl: true}, acceptor: side{sasl: true},
+			refusal: "sslQuorum and portUnification are false here", dialerLog: "TLS handshake"},
+		{name: "SASL login", dialer: side{sasl: true, learnerReq: true}, acceptor: side{sasl: true, learnerReq: true, serverReq: true}},
+		{name: "SASL login over TLS", dialer: side{ssl: true, sasl: true, learnerReq: true},
+			acceptor: side{ssl: true, sasl: true, learnerReq: true, serverReq: true}},
+		{name: "wrong password", dialer: side{sasl: true, learnerReq: true, learnerPasswd: "wrong"},
+			acceptor: side{sasl: true, learnerReq: true, serverReq: true},
+			refusal: `wrong password for \"zkpeer\"`, dialerLog: "refused by the member: login failed"},
+		{name: "wrong password, server does not require SASL", dialer: side{sasl: true, learnerReq: true, learnerPasswd: "wrong"},
+			acceptor: side{sasl: true},
+			refusal: `wrong password for \"zkpeer\"`, dialerLog: "refused by the member: login failed"},
+		{name: "learner skips SASL, server requires it", plainDialer: true, acceptor: side{sasl: true, learnerReq: true, serverReq: true},
+			refusal: "did not log in"},
+		{name: "learner skips SASL over TLS, server requires it", dialer: side{ssl: true, sasl: true},
+			acceptor: side{ssl: true, sasl: true, learnerReq: true, serverReq: true},
+			refusal: "did not log in", dialerLog: "did not log in"},
+		{name: "learner skips SASL, server lets it through", dialer: side{sasl: true}, acceptor: side{sasl: true}},
+		{name: "plain member, server lets it through", plainDialer: true, acceptor: side{sasl: true, learnerReq: true}},
+		{name: "learner logs in, server has SASL off", dialer: side{sasl: true, learnerReq: true}, acceptor: side{unified: true},
+			refusal: "quorum.auth.enableSasl is false here", dialerLog: "quorum.auth.enableSasl is false here"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			runHandshake(t, c, tc.dialer, tc.acceptor, tc.plainDialer, tc.refusal, tc.dialerLog)
+		})
+	}
+}
+
+// runHandshake connects a dialer to an acceptor and checks the outcome.
+func runHandshake(t *testing.T, c certs, dialer, acceptor side, plainDialer bool, refusal, dialerLog string) {
+	acceptLog, acceptCapture := testutil.CaptureLogger(t, slog.LevelInfo)
+	an, err := New(acceptor.config(t, c), acceptLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := an.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 4)
+	go echoServer(ln, accepted)
+
+	dialLog, dialCapture := testutil.CaptureLogger(t, slog.LevelInfo)
+	var conn net.Conn
+	if plainDialer {
+		conn, err = net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	} else {
+		var dn *Network
+		if dn, err = New(dialer.config(t, c), dialLog); err != nil {
+			t.Fatal(err)
+		}
+		conn, err = dn.Dial(ln.Addr().String(), 5*time.Second)
+	}
+	if refusal == "" {
+		if err != nil {
+			t.Fatalf("Dial: %v", err)
+		}
+		defer conn.Close()
+		expectEcho(t, conn)
+		return
+	}
+	switch {
+	case plainDialer:
+		// A plain member learns nothing but a closed connection.
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(conn, "x\n")
+		if _, err := conn.Read(make([]byte, 1)); err == nil {
+			t.Fatal("a refused plain member read data")
+		}
+		conn.Close()
+	case err == nil:
+		conn.Close()
+		t.Fatal("Dial succeeded; want a refusal")
+	case !errors.Is(err, ErrRefused):
+		t.Errorf("Dial error %v does not match ErrRefused", err)
+	}
+	testutil.Eventually(t, 5*time.Second, "the acceptor's refusal log line", func() bool {
+		return len(acceptCapture.Lines("level=WARN", "refused a member connection", "peer=127.0.0.1:", refusal)) > 0
+	})
+	if dialerLog != "" {
+		if got := dialCapture.Lines("level=WARN", "could not connect to member", "peer="+ln.Addr().String(), dialerLog); len(got) == 0 {
+			t.Errorf("the dialer logged no refusal with %q", dialerLog)
+		}
+	}
+	if len(accepted) != 0 {
+		t.Error("a refused connection was handed to Accept")
+	}
+}
+
+// expectEcho checks that a line goes through conn and back.
+func expectEcho(t *testing.T, conn net.Conn) {
+	t.Helper()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, "ping\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || line != "ping\n" {
+		t.Fatalf("echo = %q, %v; want ping", line, err)
+	}
+}
+
+func TestNewRefusesBadSetups(t *testing.T) {
+	c := newCerts(t)
+	krb := `QuorumServer {
+  com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/k" principal="zkquorum/h@R";
+};
+QuorumLearner {
+  org.apache.zookeeper.server.auth.DigestLoginModule required username="a" password="b";
+};
+`
+	noLearner := "QuorumServer {\n org.apache.zookeeper.server.auth.DigestLoginModule required user_a=\"b\";\n};\n"
+	tests := []struct {
+		name, jaas, want string
+		edit             func(*conf.Config)
+	}{
+		{name: "Kerberos section", jaas: krb, want: "Kerberos between members is not supported"},
+		{name: "missing QuorumLearner", jaas: noLearner, want: `no section "QuorumLearner"`},
+		{name: "renamed section", jaas: noLearner, want: `no section "Peers"`,
+			edit: func(c *conf.Config) { c.Quorum.SASL.ServerLoginContext = "Peers" }},
+		{name: "keystore missing", want: "ssl.quorum",
+			edit: func(c *conf.Config) { c.Quorum.TLS.KeyStore.Location = "/nonexistent.p12" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := side{ssl: true, sasl: true, learnerReq: true}.config(t, c)
+			if tc.jaas != "" {
+				if err := os.WriteFile(cfg.SASL.JAASConfigFile, []byte(tc.jaas), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.edit != nil {
+				tc.edit(&cfg)
+			}
+			_, err := New(cfg, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New error = %v; want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestListenerCloseEndsHandshakes(t *testing.T) {
+	n, err := New(side{ssl: true}.config(t, newCerts(t)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := n.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A connection that never sends a byte stays in its handshake.
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() { done <- ln.Close() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for a silent member's handshake")
+	}
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept after Close = %v; want net.ErrClosed", err)
+	}
+}
