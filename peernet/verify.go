@@ -25,10 +25,10 @@ func (n *Network) clientConfig(host string) *tls.Config {
 		// Sent whatever CAs the member asks for, so that a member with an
 		// untrusted certificate is told so, not that it sent none.
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil },
-		MinVersion:         base.MinVersion,
-		MaxVersion:         base.MaxVersion,
-		CipherSuites:       base.CipherSuites,
-		InsecureSkipVerify: true, // verifyPeer below does the verification
+		MinVersion:           base.MinVersion,
+		MaxVersion:           base.MaxVersion,
+		CipherSuites:         base.CipherSuites,
+		InsecureSkipVerify:   true, // verifyPeer below does the verification
 	}
 	if net.ParseIP(host) == nil {
 		cfg.ServerName = host
