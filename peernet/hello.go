@@ -16,12 +16,20 @@ import (
 // a forwarding frame (a big-endian length, 0x00), so an accepting member
 // tells a hello from a plain member's first message by it.
 //
-// With modeDigest the dialer then sends length-prefixed tokens and the
-// acceptor answers each with a status byte and a length-prefixed body:
-// statusContinue with its next token, statusAccepted with its last token
-// (rspauth), or statusRefused with the reason in text. modeNone gets
-// statusAccepted or statusRefused at once. Lengths are 4 bytes, big
+// With modeDigest the dialer then logs in: it sends length-prefixed
+// tokens and the acceptor answers each with a status byte and a
+// length-prefixed body: statusContinue with its next token, statusAccepted
+// with its last token (rspauth), or statusRefused with the reason in text.
+// Then the acceptor sends one byte: 1 when it logs in too (the same
+// exchange with the roles swapped), 0 when it does not, after which the
+// dialer sends a final status (refused if it requires a login). modeNone
+// gets statusAccepted or statusRefused at once. Lengths are 4 bytes, big
 // endian.
+//
+// Logins go both ways because raft's links are not ZooKeeper's: a leader
+// dials its followers, so a member must prove itself whichever side dials,
+// or a member with a wrong QuorumLearner password would still be
+// replicated to by the leader.
 const (
 	helloMagic = 0xa7
 
@@ -61,6 +69,44 @@ func (n *Network) sendHello(c net.Conn, authenticate bool) error {
 			return err
 		}
 		return verdict(status, body)
+	}
+	if err := n.loginAsLearner(c); err != nil {
+		return err
+	}
+	return n.checkReverseLogin(c)
+}
+
+// checkReverseLogin runs the dialer's side of the acceptor's login.
+func (n *Network) checkReverseLogin(c net.Conn) error {
+	var reverse [1]byte
+	if _, err := io.ReadFull(c, reverse[:]); err != nil {
+		return fmt.Errorf("read the member's login offer: %w", err)
+	}
+	if reverse[0] == 1 {
+		_, err := n.loginOfLearner(c)
+		return err
+	}
+	if n.login.serverRequire {
+		return refuse(c, "the member did not log in and quorum.auth.serverRequireSasl=true")
+	}
+	return writeStatus(c, statusAccepted, nil)
+}
+
+// reverseLogin runs the acceptor's side of its own login, after the
+// dialer's succeeded.
+func (n *Network) reverseLogin(c net.Conn) error {
+	if !n.login.learnerRequire {
+		if _, err := c.Write([]byte{0}); err != nil {
+			return fmt.Errorf("send login offer: %w", err)
+		}
+		status, body, err := readStatus(c)
+		if err != nil {
+			return err
+		}
+		return verdict(status, body)
+	}
+	if _, err := c.Write([]byte{1}); err != nil {
+		return fmt.Errorf("send login offer: %w", err)
 	}
 	return n.loginAsLearner(c)
 }
@@ -123,7 +169,11 @@ func (n *Network) serveHello(c net.Conn) (string, error) {
 	case n.login == nil:
 		return "", refuse(c, "the member logs in but quorum.auth.enableSasl is false here")
 	}
-	return n.loginOfLearner(c)
+	user, err := n.loginOfLearner(c)
+	if err != nil {
+		return "", err
+	}
+	return user, n.reverseLogin(c)
 }
 
 // loginOfLearner checks a member's DIGEST-MD5 login.
