@@ -25,11 +25,22 @@ type ensemble struct {
 	cfgs    []conf.Config
 	servers []*server.Server
 	ops     []*ops.Surfaces // each member's operator surfaces (AdminServer)
+	// logs keeps what each member logged since it last started.
+	logs []*testutil.LogCapture
 }
 
 // startEnsemble starts size members (ids in observers join as observers)
 // and waits until every one serves.
 func startEnsemble(t *testing.T, size int, observers ...int64) *ensemble {
+	t.Helper()
+	e := newEnsemble(t, size, observers...)
+	e.launch(size)
+	return e
+}
+
+// newEnsemble configures size members on loopback (ids in observers are
+// observers) without starting them.
+func newEnsemble(t *testing.T, size int, observers ...int64) *ensemble {
 	t.Helper()
 	e := &ensemble{t: t, servers: make([]*server.Server, size)}
 	var lines []conf.Server
@@ -50,7 +61,6 @@ func startEnsemble(t *testing.T, size int, observers ...int64) *ensemble {
 		cfg.ClientPort = lines[i].ClientPort
 		e.cfgs = append(e.cfgs, cfg)
 	}
-	e.launch(size)
 	return e
 }
 
@@ -76,7 +86,10 @@ func (e *ensemble) launch(serving int) {
 func (e *ensemble) start(i int) {
 	e.t.Helper()
 	o := ops.New(ops.Options{})
-	srv, err := server.New(server.Options{Config: e.cfgs[i], Logger: testutil.Logger(e.t, slog.LevelInfo), Operator: o})
+	logger, capture := testutil.CaptureLogger(e.t, slog.LevelInfo)
+	e.logs = append(e.logs, make([]*testutil.LogCapture, max(0, len(e.servers)-len(e.logs)))...)
+	e.logs[i] = capture
+	srv, err := server.New(server.Options{Config: e.cfgs[i], Logger: logger, Operator: o})
 	if err != nil {
 		e.t.Fatalf("member %d: %v", i+1, err)
 	}

@@ -1,0 +1,249 @@
+package test
+
+import (
+	"crypto/x509/pkix"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
+	"github.com/zkserverd/zkserverd/tlsconf/tlstest"
+)
+
+// quorumPKI is a quorum CA and the files of member keystores it issued.
+type quorumPKI struct {
+	dir   string
+	ca    *tlstest.Cert
+	trust string // the PEM truststore holding ca
+}
+
+func newQuorumPKI(t *testing.T) *quorumPKI {
+	p := &quorumPKI{dir: t.TempDir(), ca: tlstest.NewCA(t, "quorum CA")}
+	p.trust = tlstest.WriteFile(t, p.dir, "quorum-ca.pem", tlstest.PEMTrustStore(p.ca))
+	return p
+}
+
+// useTLS gives member cfg a keystore issued by issuer (the quorum CA when
+// nil) and the quorum truststore, and sets sslQuorum and portUnification.
+func (p *quorumPKI) useTLS(t *testing.T, cfg *conf.Config, issuer *tlstest.Cert, ssl, unified bool) {
+	if issuer == nil {
+		issuer = p.ca
+	}
+	name := "member" + strconv.FormatInt(cfg.MyID, 10) + "-" + issuer.Cert.Subject.CommonName + ".p12"
+	cert := issuer.Issue(t, pkix.Name{CommonName: "zk" + strconv.FormatInt(cfg.MyID, 10)}, tlstest.Options{})
+	q := &cfg.Quorum
+	q.SSL, q.PortUnification = ssl, unified
+	q.TLS.KeyStore = conf.Store{Location: tlstest.WriteFile(t, p.dir, name, cert.PKCS12KeyStore(t, "pw")), Password: "pw"}
+	q.TLS.TrustStore = conf.Store{Location: p.trust}
+}
+
+// replicates writes a node through member from and checks that member to
+// sees it after a sync.
+func (e *ensemble) replicates(from, to int, path string) {
+	e.t.Helper()
+	c, _ := testutil.Connect(e.t, e.addr(from), 4*time.Second)
+	defer c.Close()
+	var err error
+	testutil.Eventually(e.t, 10*time.Second, "a write through member "+strconv.Itoa(from+1), func() bool {
+		_, err = c.Create(path, []byte(path), 0, zk.WorldACL(zk.PermAll))
+		return err == nil || err == zk.ErrNodeExists
+	})
+	r, _ := testutil.Connect(e.t, e.addr(to), 4*time.Second)
+	defer r.Close()
+	if _, err := r.Sync("/"); err != nil {
+		e.t.Fatalf("sync on member %d: %v", to+1, err)
+	}
+	if data, _, err := r.Get(path); err != nil || string(data) != path {
+		e.t.Fatalf("member %d reads %s = %q, %v", to+1, path, data, err)
+	}
+}
+
+// restart stops member i and starts it with edit applied to its
+// configuration.
+func (e *ensemble) restart(i int, edit func(*conf.Config)) {
+	e.t.Helper()
+	e.stop(i)
+	edit(&e.cfgs[i])
+	e.start(i)
+	e.waitServing(i)
+}
+
+// peerPortRefusesPlaintext checks that member i's quorum port closes a
+// plaintext connection and logs why.
+func (e *ensemble) peerPortRefusesPlaintext(i int) {
+	e.t.Helper()
+	self, _ := e.cfgs[i].Self()
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(self.PeerPort)), 2*time.Second)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c.Write([]byte{0, 0, 0, 0})
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		e.t.Fatalf("member %d answered a plaintext connection on its quorum port", i+1)
+	}
+	testutil.Eventually(e.t, 5*time.Second, "the plaintext refusal log line", func() bool {
+		return len(e.logs[i].Lines("refused a member connection", "TLS-only member port")) > 0
+	})
+}
+
+// logged waits until one of the members logged a line with every part.
+func (e *ensemble) logged(what string, members []int, parts ...string) {
+	e.t.Helper()
+	testutil.Eventually(e.t, 10*time.Second, what, func() bool {
+		for _, i := range members {
+			if len(e.logs[i].Lines(parts...)) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestQuorumTLSReplicatesAndFailsOver(t *testing.T) {
+	pki := newQuorumPKI(t)
+	e := newEnsemble(t, 3)
+	for i := range e.cfgs {
+		pki.useTLS(t, &e.cfgs[i], nil, true, false)
+	}
+	e.launch(3)
+	lead := e.leader()
+	e.replicates((lead+1)%3, (lead+2)%3, "/tls1")
+	e.peerPortRefusesPlaintext(lead)
+	e.stop(lead)
+	newLead := e.leader()
+	e.replicates(newLead, 3-lead-newLead, "/tls2")
+	// Members that trust each other never refuse a certificate.
+	for i := range e.logs {
+		for _, reason := range []string{"not trusted", "bad certificate", "hostname verification"} {
+			if lines := e.logs[i].Lines(reason); len(lines) > 0 {
+				t.Errorf("member %d: %q", i+1, lines)
+			}
+		}
+	}
+}
+
+func TestQuorumTLSRefusesUntrustedMember(t *testing.T) {
+	pki := newQuorumPKI(t)
+	stranger := tlstest.NewCA(t, "stranger CA")
+	e := newEnsemble(t, 3)
+	for i := range e.cfgs {
+		var issuer *tlstest.Cert
+		if i == 2 {
+			issuer = stranger // trusts the quorum CA, but its own certificate is not
+		}
+		pki.useTLS(t, &e.cfgs[i], issuer, true, false)
+	}
+	e.launch(2)
+	e.replicates(0, 1, "/trusted")
+	// Both sides of each refused link say who and why.
+	e.logged("a member refusing member 3's certificate", []int{0, 1}, "level=WARN", "CN=zk3", "not trusted", "certificate signed by unknown authority")
+	e.logged("member 3 refusing the others' certificates", []int{2}, "level=WARN", "refused a member connection", "remote error: tls: bad certificate")
+	e.logged("member 3 told its own connections are refused", []int{2}, "level=WARN", "could not connect to member", "remote error: tls: bad certificate")
+	if mode := e.mode(2); mode == "leader" || mode == "follower" {
+		t.Fatalf("the untrusted member is a %s", mode)
+	}
+	e.replicates(1, 0, "/still-serving")
+}
+
+func TestQuorumTLSRollingUpgrade(t *testing.T) {
+	pki := newQuorumPKI(t)
+	e := newEnsemble(t, 3)
+	// ZooKeeper's procedure, step 1 done: every member has its keystore
+	// and portUnification=true, and still dials in plaintext.
+	for i := range e.cfgs {
+		pki.useTLS(t, &e.cfgs[i], nil, false, true)
+	}
+	e.launch(3)
+	e.replicates(0, 2, "/plain")
+	// Step 2, one member at a time: sslQuorum=true.
+	tlsOn := func(c *conf.Config) { c.Quorum.SSL = true }
+	e.restart(2, tlsOn)
+	e.replicates(0, 2, "/mixed")
+	e.replicates(2, 1, "/mixed-from-tls")
+	e.restart(0, tlsOn)
+	e.restart(1, tlsOn)
+	e.replicates(1, 0, "/all-tls-dialing")
+	// Step 3: portUnification=false; plaintext is refused from then on.
+	e.restart(0, func(c *conf.Config) { c.Quorum.PortUnification = false })
+	e.replicates(2, 0, "/tls-only")
+	e.peerPortRefusesPlaintext(0)
+}
+
+// writeQuorumJAAS writes a JAAS file whose QuorumLearner logs in with
+// learnerPassword; every member's QuorumServer knows the right one.
+func writeQuorumJAAS(t *testing.T, learnerPassword string) string {
+	path := filepath.Join(t.TempDir(), "jaas.conf")
+	text := fmt.Sprintf(`QuorumServer {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+  user_zkpeer="quorum-secret";
+};
+QuorumLearner {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+  username="zkpeer"
+  password="%s";
+};
+`, learnerPassword)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// useQuorumSASL turns quorum SASL on for cfg.
+func useQuorumSASL(cfg *conf.Config, jaas string, require bool) {
+	cfg.SASL.JAASConfigFile = jaas
+	cfg.Quorum.SASL.Enable = true
+	cfg.Quorum.SASL.LearnerRequire, cfg.Quorum.SASL.ServerRequire = require, require
+}
+
+func TestQuorumSASLRefusesAWrongPassword(t *testing.T) {
+	right, wrong := writeQuorumJAAS(t, "quorum-secret"), writeQuorumJAAS(t, "not-the-secret")
+	e := newEnsemble(t, 3)
+	for i := range e.cfgs {
+		jaas := right
+		if i == 2 {
+			jaas = wrong
+		}
+		useQuorumSASL(&e.cfgs[i], jaas, true)
+	}
+	e.launch(2)
+	e.replicates(0, 1, "/sasl")
+	e.logged("a member refusing member 3's login", []int{0, 1}, "level=WARN", `wrong password for \"zkpeer\"`)
+	e.logged("member 3 told of the refusal", []int{2}, "level=WARN", "refused by the member: login failed")
+	if mode := e.mode(2); mode == "leader" || mode == "follower" {
+		t.Fatalf("the member with the wrong password is a %s", mode)
+	}
+	e.replicates(1, 0, "/sasl-still-serving")
+}
+
+func TestQuorumSASLWithoutRequireLetsEveryMemberIn(t *testing.T) {
+	// quorum.auth.enableSasl without learnerRequireSasl: members do not
+	// log in, so even a wrong QuorumLearner password joins (ZooKeeper's
+	// first rolling-upgrade step).
+	right, wrong := writeQuorumJAAS(t, "quorum-secret"), writeQuorumJAAS(t, "not-the-secret")
+	e := newEnsemble(t, 3)
+	for i := range e.cfgs {
+		jaas := right
+		if i == 2 {
+			jaas = wrong
+		}
+		useQuorumSASL(&e.cfgs[i], jaas, false)
+	}
+	e.launch(3)
+	e.replicates(0, 2, "/open")
+	e.replicates(2, 1, "/open2")
+	for i := range e.logs {
+		if lines := e.logs[i].Lines("member connection refused"); len(lines) > 0 {
+			t.Errorf("member %d: a link was refused: %q", i+1, lines)
+		}
+	}
+}
