@@ -203,7 +203,7 @@ func (n *Network) dialHandshake(c net.Conn, addr string) (net.Conn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: bad address %q: %w", ErrRefused, addr, err)
 		}
-		tc := tls.Client(c, n.clientConfig(host))
+		tc := tls.Client(c, n.clientConfig(host, c.RemoteAddr()))
 		if err := tc.Handshake(); err != nil {
 			return nil, fmt.Errorf("%w: TLS handshake: %w", ErrRefused, err)
 		}

@@ -36,12 +36,13 @@ QuorumLearner {
 // certs are the certificates of the tests: members of one CA, one
 // member of another CA, and one that names only another host.
 type certs struct {
-	ca, member, stranger, misnamed *tlstest.Cert
+	ca, member, stranger, misnamed, ipOnly *tlstest.Cert
 }
 
 func newCerts(t *testing.T) certs {
 	ca, other := tlstest.NewCA(t, "quorum CA"), tlstest.NewCA(t, "other CA")
 	return certs{
+		ipOnly:   ca.Issue(t, pkix.Name{CommonName: "ip-only"}, tlstest.Options{Hosts: []string{"127.0.0.1"}}),
 		ca:       ca,
 		member:   ca.Issue(t, pkix.Name{CommonName: "member"}, tlstest.Options{}),
 		stranger: other.Issue(t, pkix.Name{CommonName: "stranger"}, tlstest.Options{}),
@@ -123,6 +124,8 @@ func TestHandshakes(t *testing.T) {
 		// keys, or with quorum.auth.learnerRequireSasl=false, which sends
 		// the same bytes.
 		plainDialer bool
+		// dialHost replaces 127.0.0.1 in the address dialed.
+		dialHost string
 		// refusal: "" means the connection works; otherwise text the
 		// acceptor's log line holds, and dialerLog the dialer's.
 		refusal, dialerLog string
@@ -136,6 +139,8 @@ func TestHandshakes(t *testing.T) {
 			refusal: "hostname verification", dialerLog: "bad certificate"},
 		{name: "acceptor's certificate names another host", dialer: side{ssl: true}, acceptor: side{ssl: true, cert: c.misnamed},
 			refusal: "bad certificate", dialerLog: "hostname verification"},
+		{name: "member dialed by name, certificate names its address", dialer: side{ssl: true}, dialHost: "localhost",
+			acceptor: side{ssl: true, cert: c.ipOnly}},
 		{name: "hostname verification off", dialer: side{ssl: true, cert: c.misnamed, noHostVerify: true},
 			acceptor: side{ssl: true, cert: c.misnamed, noHostVerify: true}},
 		{name: "plaintext member to TLS-only port", plainDialer: true, acceptor: side{ssl: true},
@@ -173,13 +178,13 @@ func TestHandshakes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			runHandshake(t, c, tc.dialer, tc.acceptor, tc.plainDialer, tc.refusal, tc.dialerLog)
+			runHandshake(t, c, tc.dialer, tc.acceptor, tc.plainDialer, tc.dialHost, tc.refusal, tc.dialerLog)
 		})
 	}
 }
 
 // runHandshake connects a dialer to an acceptor and checks the outcome.
-func runHandshake(t *testing.T, c certs, dialer, acceptor side, plainDialer bool, refusal, dialerLog string) {
+func runHandshake(t *testing.T, c certs, dialer, acceptor side, plainDialer bool, dialHost, refusal, dialerLog string) {
 	acceptLog, acceptCapture := testutil.CaptureLogger(t, slog.LevelInfo)
 	an, err := New(acceptor.config(t, c), acceptLog)
 	if err != nil {
@@ -202,7 +207,11 @@ func runHandshake(t *testing.T, c certs, dialer, acceptor side, plainDialer bool
 		if dn, err = New(dialer.config(t, c), dialLog); err != nil {
 			t.Fatal(err)
 		}
-		conn, err = dn.Dial(ln.Addr().String(), 5*time.Second)
+		addr := ln.Addr().String()
+		if dialHost != "" {
+			addr = strings.Replace(addr, "127.0.0.1", dialHost, 1)
+		}
+		conn, err = dn.Dial(addr, 5*time.Second)
 	}
 	if refusal == "" {
 		if err != nil {
@@ -318,4 +327,38 @@ func TestListenerCloseEndsHandshakes(t *testing.T) {
 	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("Accept after Close = %v; want net.ErrClosed", err)
 	}
+}
+
+func TestReloadCertFiles(t *testing.T) {
+	c := newCerts(t)
+	acceptor := side{ssl: true, cert: c.stranger}.config(t, c)
+	acceptor.Quorum.ReloadCertFiles = true
+	an, err := New(acceptor, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := an.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go echoServer(ln, make(chan struct{}, 16))
+	dn, err := New(side{ssl: true}.config(t, c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := dn.Dial(ln.Addr().String(), 5*time.Second); err == nil {
+		conn.Close()
+		t.Fatal("the untrusted certificate was accepted")
+	}
+	// The operator replaces the keystore with one the quorum CA issued.
+	dir := filepath.Dir(acceptor.Quorum.TLS.KeyStore.Location)
+	tlstest.WriteFile(t, dir, filepath.Base(acceptor.Quorum.TLS.KeyStore.Location), c.member.PKCS12KeyStore(t, "pw"))
+	var conn net.Conn
+	testutil.Eventually(t, 5*time.Second, "a connection with the reloaded certificate", func() bool {
+		conn, err = dn.Dial(ln.Addr().String(), 5*time.Second)
+		return err == nil
+	})
+	defer conn.Close()
+	expectEcho(t, conn)
 }

@@ -15,10 +15,12 @@ import (
 // address when its certificate does not name the address itself.
 const reverseLookupTimeout = 2 * time.Second
 
-// clientConfig is the TLS configuration for dialing the member at host:
-// this member's certificate, and the member's certificate checked against
-// the quorum truststore and, with hostnameVerification, against host.
-func (n *Network) clientConfig(host string) *tls.Config {
+// clientConfig is the TLS configuration for dialing the member at host,
+// connected at remote: this member's certificate, and the member's
+// certificate checked against the quorum truststore and, with
+// hostnameVerification, against host or else the address connected to
+// or its host names (ZooKeeper checks the address and its host name).
+func (n *Network) clientConfig(host string, remote net.Addr) *tls.Config {
 	base := n.tlsBase()
 	cert := &base.Certificates[0]
 	cfg := &tls.Config{
@@ -41,12 +43,14 @@ func (n *Network) clientConfig(host string) *tls.Config {
 		if err := verifyChain(cs.PeerCertificates, roots); err != nil {
 			return err
 		}
-		if n.verifyHost {
-			if err := cs.PeerCertificates[0].VerifyHostname(host); err != nil {
-				return fmt.Errorf("hostname verification: %w", err)
-			}
+		if !n.verifyHost {
+			return nil
 		}
-		return nil
+		leaf := cs.PeerCertificates[0]
+		if leaf.VerifyHostname(host) == nil {
+			return nil
+		}
+		return verifyAddress(leaf, remote)
 	}
 	return cfg
 }
