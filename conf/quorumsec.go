@@ -151,7 +151,8 @@ func (p *parser) setQuorumTLSKey(key, name, v string) (bool, error) {
 }
 
 // validateQuorum checks the member-link keys as ZooKeeper does (the
-// quorum.auth.* dependencies) and what a TLS quorum port needs. The JAAS
+// quorum.auth.* dependencies) and, for an ensemble, what a TLS quorum
+// port and SASL need (a standalone server has no member links). The JAAS
 // sections are checked when the server starts (they live in another file).
 func (c Config) validateQuorum(v *validator) {
 	q := c.Quorum
@@ -161,6 +162,9 @@ func (c Config) validateQuorum(v *validator) {
 		"needs quorum.auth.enableSasl=true")
 	v.check(q.SASL.LearnerRequire || !q.SASL.ServerRequire, "quorum.auth.serverRequireSasl", "true",
 		"needs quorum.auth.learnerRequireSasl=true")
+	if !c.Distributed() {
+		return
+	}
 	if q.SASL.Enable {
 		v.check(c.SASL.JAASConfigFile != "", "quorum.auth.enableSasl", "true",
 			"needs a JAAS file (java.security.auth.login.config) with the %s and %s sections",

@@ -94,6 +94,7 @@ func TestParseQuorumBadValues(t *testing.T) {
 }
 
 func TestValidateQuorum(t *testing.T) {
+	const ensemble = "server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.2:2888:3888\n"
 	const jaas = "java.security.auth.login.config=/jaas.conf\n"
 	tests := []struct {
 		text    string
@@ -112,13 +113,21 @@ func TestValidateQuorum(t *testing.T) {
 		{jaas + "quorum.auth.enableSasl=true\nquorum.auth.serverRequireSasl=true", "quorum.auth.serverRequireSasl", "needs quorum.auth.learnerRequireSasl"},
 		{jaas + "quorum.auth.enableSasl=true\nquorum.auth.server.saslLoginContext=", "quorum.auth.server.saslLoginContext", "must not be empty"},
 		{"quorum.auth.kerberos.servicePrincipal=zkquorum/h@R", "", ""},
+		{"standalone:sslQuorum=true", "", ""},
+		{"standalone:quorum.auth.enableSasl=true", "", ""},
+		{"standalone:quorum.auth.learnerRequireSasl=true", "quorum.auth.learnerRequireSasl", "needs quorum.auth.enableSasl"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
-			c, _, err := parseString(t, tt.text)
+			text, standalone := strings.CutPrefix(tt.text, "standalone:")
+			if !standalone {
+				text = ensemble + text
+			}
+			c, _, err := parseString(t, text)
 			if err != nil {
 				t.Fatal(err)
 			}
+			c.MyID = 1
 			err = c.Validate()
 			var ke *KeyError
 			switch {
