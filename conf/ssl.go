@@ -32,6 +32,10 @@ type SSL struct {
 	// PortUnification is client.portUnification: TLS and plaintext clients
 	// on clientPort (default false).
 	PortUnification bool
+	// CertReload is client.certReload: reload the keystore and truststore
+	// when their files change (default false, as in ZooKeeper 3.8, which
+	// reads it with Boolean.getBoolean: only "true", in any case, is true).
+	CertReload bool
 }
 
 // Store is one keystore or truststore file.
@@ -92,6 +96,11 @@ func (p *parser) setSSLKey(key, name, v string) (bool, error) {
 		s.AuthProvider = v
 	case "client.portUnification":
 		s.PortUnification, err = parseBool(key, v)
+	case "client.certReload":
+		s.CertReload = strings.EqualFold(v, "true")
+		if !s.CertReload && !strings.EqualFold(v, "false") {
+			p.warnf("conf: %s: %q is not true; certificate reload stays off", key, v)
+		}
 	default:
 		return false, nil
 	}

@@ -18,6 +18,7 @@ func TestParseSSLKeys(t *testing.T) {
 	full.HostnameVerification = false
 	full.AuthProvider = "x509b"
 	full.PortUnification = true
+	full.CertReload = true
 	fullLines := []string{
 		"ssl.keyStore.location=/k.p12", "ssl.keyStore.password=kp", "ssl.keyStore.passwordPath=/kpw",
 		"ssl.keyStore.type=pkcs12", "ssl.trustStore.location=/t.jks", "ssl.trustStore.password=tp",
@@ -25,6 +26,7 @@ func TestParseSSLKeys(t *testing.T) {
 		"ssl.protocol=TLSv1.3", "ssl.enabledProtocols=TLSv1.2, TLSv1.3",
 		"ssl.ciphersuites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256",
 		"ssl.hostnameVerification=false", "ssl.authProvider=x509b", "client.portUnification=true",
+		"client.certReload=TRUE",
 	}
 	prefixed := make([]string, len(fullLines))
 	for i, l := range fullLines {
@@ -39,6 +41,7 @@ func TestParseSSLKeys(t *testing.T) {
 		{"every key", fullLines, full},
 		{"every key with the zookeeper. prefix", prefixed, full},
 		{"empty clientAuth is need", []string{"ssl.clientAuth="}, DefaultSSL()},
+		{"certReload false", []string{"client.certReload=false"}, DefaultSSL()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,6 +71,25 @@ func TestParseSSLFromSystemProperties(t *testing.T) {
 	}
 	if c.SSL.KeyStore.Location != "/a.pem" || c.SSL.ClientAuth != "want" || !c.SSL.PortUnification {
 		t.Fatalf("SSL = %+v: want the -D keystore and port unification, and the file's clientAuth", c.SSL)
+	}
+}
+
+// TestParseCertReloadNotTrue: ZooKeeper reads client.certReload with
+// Boolean.getBoolean, so any value other than "true" means off.
+func TestParseCertReloadNotTrue(t *testing.T) {
+	for _, line := range []string{"client.certReload=yes", "zookeeper.client.certReload=1", "client.certReload="} {
+		t.Run(line, func(t *testing.T) {
+			c, warnings, err := parseString(t, line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.SSL.CertReload {
+				t.Error("CertReload = true, want false")
+			}
+			if len(warnings) != 1 || !strings.Contains(warnings[0], "certificate reload stays off") {
+				t.Errorf("warnings %q, want one saying reload stays off", warnings)
+			}
+		})
 	}
 }
 

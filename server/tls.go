@@ -24,7 +24,7 @@ import (
 // from a verified client certificate.
 
 // tlsReloadInterval is how often the keystore files are checked for
-// changes.
+// changes (with client.certReload).
 const tlsReloadInterval = time.Second
 
 // tlsRecordHandshake is the first byte of a TLS connection (a handshake
@@ -68,7 +68,7 @@ func newClientTLS(cfg conf.Config, reg *acl.Registry, logger *slog.Logger) (*tls
 // listenClients opens the client listeners: clientPort (plaintext, or
 // unified when client.portUnification is set) unless only
 // secureClientPort is configured, and secureClientPort. It also starts
-// the keystore reloader.
+// the keystore reloader when client.certReload is set.
 func (s *Server) listenClients(ctx context.Context) (net.Listener, error) {
 	var lns []net.Listener
 	closeAll := func() {
@@ -97,7 +97,12 @@ func (s *Server) listenClients(ctx context.Context) (net.Listener, error) {
 		s.log.Info("secure client port open", "addr", ln.Addr().String())
 	}
 	if s.clientTLS != nil {
-		s.goAndTrack(func() { s.clientTLS.Run(s.ctx, tlsReloadInterval) })
+		// As ZooKeeper's NettyServerCnxnFactory: files are watched only
+		// with zookeeper.client.certReload=true.
+		s.log.Info("client TLS certificate reload", "zookeeper.client.certReload", s.cfg.SSL.CertReload)
+		if s.cfg.SSL.CertReload {
+			s.goAndTrack(func() { s.clientTLS.Run(s.ctx, tlsReloadInterval) })
+		}
 	}
 	if len(lns) == 1 {
 		return lns[0], nil

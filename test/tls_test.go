@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -275,27 +276,52 @@ func TestTLSX509ACL(t *testing.T) {
 	}
 }
 
-func TestTLSReloadsKeystore(t *testing.T) {
-	s, env := startTLSServer(t, secureOnly(t))
-	addr := s.SecureAddr().String()
-	leaf := func() string {
-		c, err := tls.Dial("tcp", addr, env.clientConfig(env.client(t, aliceName)))
-		if err != nil {
-			t.Fatalf("dial: %v", err)
-		}
-		defer c.Close()
-		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+// TestTLSCertReload: with client.certReload the renewed keystore is served
+// to new connections; without it (ZooKeeper's default) the certificate of
+// the start stays, whatever the files say.
+func TestTLSCertReload(t *testing.T) {
+	for _, reload := range []bool{true, false} {
+		t.Run(fmt.Sprintf("certReload=%v", reload), func(t *testing.T) {
+			s, env := startTLSServer(t, func(c *conf.Config) {
+				secureOnly(t)(c)
+				c.SSL.CertReload = reload
+			})
+			addr := s.SecureAddr().String()
+			leaf := func() string {
+				c, err := tls.Dial("tcp", addr, env.clientConfig(env.client(t, aliceName)))
+				if err != nil {
+					t.Fatalf("dial: %v", err)
+				}
+				defer c.Close()
+				return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+			}
+			if got := leaf(); got != "zkserverd" {
+				t.Fatalf("server certificate %q, want zkserverd", got)
+			}
+			next := env.ca.Issue(t, pkix.Name{CommonName: "zkserverd-renewed"}, tlstest.Options{})
+			tlstest.WriteFile(t, env.dir, "server.p12", next.PKCS12KeyStore(t, "secret"))
+			if reload {
+				testutil.Eventually(t, 10*time.Second, "the renewed certificate served", func() bool { return leaf() == "zkserverd-renewed" })
+				if !env.logs.has("TLS key or trust store reloaded") {
+					t.Fatal("no log line for the reload")
+				}
+			} else {
+				// The reloader checks every second: three periods
+				// without a change show it is not running.
+				time.Sleep(3 * time.Second)
+				if got := leaf(); got != "zkserverd" {
+					t.Fatalf("server certificate %q after the file changed, want zkserverd (no reload)", got)
+				}
+				if env.logs.has("reloaded") {
+					t.Fatal("a reload was logged with client.certReload off")
+				}
+			}
+			if !env.logs.has("zookeeper.client.certReload=" + fmt.Sprint(reload)) {
+				t.Error("no log line naming zookeeper.client.certReload")
+			}
+			connectTLS(t, addr, env.clientConfig(env.client(t, bobName)))
+		})
 	}
-	if got := leaf(); got != "zkserverd" {
-		t.Fatalf("server certificate %q, want zkserverd", got)
-	}
-	next := env.ca.Issue(t, pkix.Name{CommonName: "zkserverd-renewed"}, tlstest.Options{})
-	tlstest.WriteFile(t, env.dir, "server.p12", next.PKCS12KeyStore(t, "secret"))
-	testutil.Eventually(t, 10*time.Second, "the renewed certificate served", func() bool { return leaf() == "zkserverd-renewed" })
-	if !env.logs.has("TLS key or trust store reloaded") {
-		t.Fatal("no log line for the reload")
-	}
-	connectTLS(t, addr, env.clientConfig(env.client(t, bobName)))
 }
 
 // logCapture keeps a server's log lines for assertions and passes them to
