@@ -33,6 +33,12 @@ type SASL struct {
 	// kerberos.removeHostFromPrincipal and kerberos.removeRealmFromPrincipal.
 	RemoveHostFromPrincipal  bool
 	RemoveRealmFromPrincipal bool
+	// AuthToLocal is security.auth_to_local: the Kerberos name rules that
+	// give a principal's short name ("" = DEFAULT).
+	AuthToLocal string
+	// RequireKerberosConfig is requireKerberosConfig: the Kerberos
+	// configuration (java.security.krb5.conf or /etc/krb5.conf) must load.
+	RequireKerberosConfig bool
 	// EnforceAuthEnabled is enforce.auth.enabled: requests of a connection
 	// with no identity of EnforceAuthSchemes are refused with
 	// SessionClosedRequireSaslAuth and the connection closes.
@@ -84,6 +90,10 @@ func (p *parser) setSASLKey(key, name, v string) (bool, error) {
 		s.RemoveHostFromPrincipal, err = parseBool(key, v)
 	case "kerberos.removeRealmFromPrincipal":
 		s.RemoveRealmFromPrincipal, err = parseBool(key, v)
+	case "security.auth_to_local":
+		s.AuthToLocal = v
+	case "requireKerberosConfig":
+		s.RequireKerberosConfig, err = parseBool(key, v)
 	case "enforce.auth.enabled":
 		s.EnforceAuthEnabled, err = parseBool(key, v)
 	case "enforce.auth.schemes":

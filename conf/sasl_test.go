@@ -35,10 +35,11 @@ func TestParseSASLKeys(t *testing.T) {
 			name: "system properties, the file wins",
 			cfg:  "enforce.auth.schemes=digest\n",
 			sys: []Property{{"java.security.auth.login.config", "/j.conf"}, {"zookeeper.sessionRequireClientSASLAuth", "true"},
-				{"zookeeper.enforce.auth.schemes", "ip"}, {"java.security.krb5.conf", "/k.conf"}},
+				{"zookeeper.enforce.auth.schemes", "ip"}, {"java.security.krb5.conf", "/k.conf"},
+				{"zookeeper.security.auth_to_local", "RULE:[1:$1] DEFAULT"}, {"zookeeper.requireKerberosConfig", "true"}},
 			want: func(s SASL) SASL {
 				s.JAASConfigFile, s.SessionRequireClientSASLAuth, s.EnforceAuthSchemes = "/j.conf", true, []string{"digest"}
-				s.Krb5ConfigFile = "/k.conf"
+				s.Krb5ConfigFile, s.AuthToLocal, s.RequireKerberosConfig = "/k.conf", "RULE:[1:$1] DEFAULT", true
 				return s
 			},
 			schemes: []string{"sasl"},

@@ -36,6 +36,7 @@ type DigestMD5Server struct {
 	step  digestStep
 	nonce string
 	user  string
+	authz string
 }
 
 // NewDigestMD5Server starts an exchange against users (name -> password).
@@ -48,6 +49,9 @@ func (s *DigestMD5Server) Complete() bool { return s.step == stepDone }
 
 // AuthenticationID is the authenticated user name.
 func (s *DigestMD5Server) AuthenticationID() string { return s.user }
+
+// AuthorizationID is the response's authzid ("" when it has none).
+func (s *DigestMD5Server) AuthorizationID() string { return s.authz }
 
 // Evaluate runs one step of the exchange.
 func (s *DigestMD5Server) Evaluate(token []byte) ([]byte, error) {
@@ -103,7 +107,7 @@ func (s *DigestMD5Server) verify(token []byte) ([]byte, error) {
 	if subtle.ConstantTimeCompare([]byte(strings.ToLower(d["response"])), []byte(want)) != 1 {
 		return nil, fmt.Errorf("%w: DIGEST-MD5: wrong password for %q", ErrFailed, d["username"])
 	}
-	s.user = d["username"]
+	s.user, s.authz = d["username"], d["authzid"]
 	s.step = stepDone
 	return []byte("rspauth=" + p.RspAuth()), nil
 }

@@ -3,7 +3,6 @@ package sasl
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // ErrFailed means a SASL exchange failed: bad credentials, a malformed
@@ -23,6 +22,9 @@ type Mechanism interface {
 	Complete() bool
 	// AuthenticationID is the authenticated user once Complete.
 	AuthenticationID() string
+	// AuthorizationID is the id the client asked to act as ("" when it
+	// sent none), once Complete. NameRules.Identity decides what it gets.
+	AuthorizationID() string
 }
 
 // Factory starts a Mechanism for a new exchange.
@@ -128,30 +130,10 @@ func (c *chooser) AuthenticationID() string {
 	return c.m.AuthenticationID()
 }
 
-// NameRules turn an authenticated principal into the id of the sasl scheme,
-// as ZooKeeper's SaslServerCallbackHandler does with
-// zookeeper.kerberos.removeHostFromPrincipal and removeRealmFromPrincipal.
-// Kerberos auth_to_local rules are not applied: the short name is the part
-// before any '/' or '@'.
-type NameRules struct {
-	RemoveHost  bool
-	RemoveRealm bool
-}
-
-// AuthorizationID is the canonical name of principal (user[/host][@realm]).
-func (r NameRules) AuthorizationID(principal string) string {
-	rest, realm, hasRealm := strings.Cut(principal, "@")
-	user, host, hasHost := strings.Cut(rest, "/")
-	if !hasRealm {
-		// ZooKeeper's KerberosName takes a name without a realm whole.
-		return principal
+// AuthorizationID is the chosen mechanism's requested authorization id.
+func (c *chooser) AuthorizationID() string {
+	if c.m == nil {
+		return ""
 	}
-	id := user
-	if hasHost && !r.RemoveHost {
-		id += "/" + host
-	}
-	if !r.RemoveRealm {
-		id += "@" + realm
-	}
-	return id
+	return c.m.AuthorizationID()
 }
