@@ -46,6 +46,7 @@ func Parse(r io.Reader, sys ...Property) (Config, []string, error) {
 		}
 	}
 	p.finish()
+	c.SASL.JVMProperties = propertyMap(sys)
 	return c, p.warnings, nil
 }
 

@@ -36,6 +36,9 @@ type SASL struct {
 	// AuthToLocal is security.auth_to_local: the Kerberos name rules that
 	// give a principal's short name ("" = DEFAULT).
 	AuthToLocal string
+	// JVMProperties are the -D properties of SERVER_JVMFLAGS and JVMFLAGS
+	// (what Parse was given), for ${name} in the JAAS file.
+	JVMProperties map[string]string
 	// RequireKerberosConfig is requireKerberosConfig: the Kerberos
 	// configuration (java.security.krb5.conf or /etc/krb5.conf) must load.
 	RequireKerberosConfig bool

@@ -40,6 +40,11 @@ func TestParseSASLKeys(t *testing.T) {
 			want: func(s SASL) SASL {
 				s.JAASConfigFile, s.SessionRequireClientSASLAuth, s.EnforceAuthSchemes = "/j.conf", true, []string{"digest"}
 				s.Krb5ConfigFile, s.AuthToLocal, s.RequireKerberosConfig = "/k.conf", "RULE:[1:$1] DEFAULT", true
+				// Every -D property is kept for ${...} in the JAAS file.
+				s.JVMProperties = map[string]string{"java.security.auth.login.config": "/j.conf",
+					"zookeeper.sessionRequireClientSASLAuth": "true", "zookeeper.enforce.auth.schemes": "ip",
+					"java.security.krb5.conf": "/k.conf", "zookeeper.security.auth_to_local": "RULE:[1:$1] DEFAULT",
+					"zookeeper.requireKerberosConfig": "true"}
 				return s
 			},
 			schemes: []string{"sasl"},

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -219,4 +220,24 @@ func parseDirectives(s string) (map[string]string, error) {
 			return nil, fmt.Errorf("junk after directive %s", name)
 		}
 	}
+}
+
+// quoted reads a double-quoted string at the start of s, with backslash
+// escapes, and returns its value and the bytes it spans.
+func quoted(s string) (string, int, error) {
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			return b.String(), i + 1, nil
+		case '\\':
+			if i+1 < len(s) {
+				i++
+			}
+			b.WriteByte(s[i])
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return "", 0, errors.New("unterminated quoted string")
 }

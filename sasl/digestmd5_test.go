@@ -209,15 +209,3 @@ func FuzzDigestMD5Server(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParseJAAS: any text parses to sections or gives an error, never a panic.
-func FuzzParseJAAS(f *testing.F) {
-	f.Add(`Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_bob="bobsecret"; };`)
-	f.Add(`Client{x required;};// comment`)
-	f.Fuzz(func(t *testing.T, text string) {
-		j, err := ParseJAAS(text)
-		if err == nil {
-			_ = j.Users("Server")
-		}
-	})
-}

@@ -53,7 +53,12 @@ func newSASLSetup(cfg conf.Config, reg *acl.Registry, logger *slog.Logger) (sasl
 	if c.JAASConfigFile == "" {
 		return st, nil
 	}
-	j, err := sasl.LoadJAAS(c.JAASConfigFile)
+	props := sasl.JavaProperties(c.JVMProperties)
+	path, err := sasl.ResolveJAASPath(c.JAASConfigFile, props)
+	if err != nil {
+		return saslSetup{}, fmt.Errorf("server: %w", err)
+	}
+	j, err := sasl.LoadJAASWith(path, props)
 	if err != nil {
 		return saslSetup{}, fmt.Errorf("server: java.security.auth.login.config: %w", err)
 	}

@@ -312,3 +312,25 @@ func TestSASLConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSASLJAASProperties: the JAAS file's ${...} take -D properties, and
+// java.security.auth.login.config may be "=file:..." as for a JVM.
+func TestSASLJAASProperties(t *testing.T) {
+	cfg := saslConfig(t, nil)
+	dir := t.TempDir()
+	jaas := filepath.Join(dir, "jaas.conf")
+	text := "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_bob=\"${bob.password}\";\n};\n"
+	if err := os.WriteFile(jaas, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.SASL.JAASConfigFile = "=file:${zk.conf.dir}/jaas.conf"
+	cfg.SASL.JVMProperties = map[string]string{"bob.password": "from-jvmflags", "zk.conf.dir": dir}
+	srv := startServer(t, cfg)
+	bob := saslSession(t, srv.Addr().String())
+	if h, _ := digestLogin(t, bob, "bob", "from-jvmflags"); h.Err != jute.OK {
+		t.Fatalf("bob's login with the password from ${bob.password}: %v", h.Err)
+	}
+	if info := aclWhoAmI(t, bob); !hasID(info, "sasl", "bob") {
+		t.Errorf("whoAmI = %+v, want sasl:bob", info)
+	}
+}
