@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +23,7 @@ import (
 	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/ops"
 	"github.com/zkserverd/zkserverd/server/servertest"
 	"github.com/zkserverd/zkserverd/tlsconf/tlstest"
 )
@@ -60,6 +64,12 @@ var (
 // truststore; mutate adjusts the configuration (ports, keys) before start.
 func startTLSServer(t *testing.T, mutate func(*conf.Config)) (*server.Server, *tlsEnv) {
 	t.Helper()
+	return startTLSServerWith(t, nil, mutate)
+}
+
+// startTLSServerWith is startTLSServer with the operator surfaces op.
+func startTLSServerWith(t *testing.T, op server.Operator, mutate func(*conf.Config)) (*server.Server, *tlsEnv) {
+	t.Helper()
 	env := &tlsEnv{dir: t.TempDir(), ca: tlstest.NewCA(t, "zk test CA"), logs: &logCapture{t: t}}
 	env.server = env.ca.Issue(t, pkix.Name{CommonName: "zkserverd"}, tlstest.Options{})
 	cfg := testConfig(t, t.TempDir())
@@ -67,7 +77,7 @@ func startTLSServer(t *testing.T, mutate func(*conf.Config)) (*server.Server, *t
 	cfg.SSL.TrustStore = conf.Store{Location: tlstest.WriteFile(t, env.dir, "ca.pem", tlstest.PEMTrustStore(env.ca))}
 	mutate(&cfg)
 	logger := slog.New(slog.NewTextHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return servertest.Start(t, server.Options{Config: cfg, Logger: logger}), env
+	return servertest.Start(t, server.Options{Config: cfg, Logger: logger, Operator: op}), env
 }
 
 // secureOnly configures a TLS port and no plaintext port.
@@ -360,4 +370,69 @@ func (l *logCapture) has(parts ...string) bool {
 		}
 	}
 	return false
+}
+
+// TestTLSOperatorViews: conf shows the bound secure port (and clientPort
+// -1 without a plaintext port), and the AdminServer lists the
+// connections of secureClientPort under secure_connections, as ZooKeeper
+// lists each connection factory's.
+func TestTLSOperatorViews(t *testing.T) {
+	op := ops.New(ops.Options{})
+	s, env := startTLSServerWith(t, op, func(c *conf.Config) {
+		c.SecureClientPort, c.SecureClientPortAddress = freePort(t), "127.0.0.1"
+	})
+	plainPort, securePort := s.Addr().(*net.TCPAddr).Port, s.SecureAddr().(*net.TCPAddr).Port
+	secure := connectTLS(t, s.SecureAddr().String(), env.clientConfig(env.client(t, aliceName)))
+	plain := dialRaw(t, s.Addr().String())
+	plainSession, err := plain.handshake(jute.ConnectRequest{TimeOut: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	confText, err := testutil.FourLetter(s.Addr().String(), "conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{fmt.Sprintf("clientPort=%d\n", plainPort), fmt.Sprintf("secureClientPort=%d\n", securePort)} {
+		if !strings.Contains(confText, want) {
+			t.Errorf("conf lacks %q:\n%s", want, confText)
+		}
+	}
+	var conns struct {
+		Connections []struct {
+			SessionID int64 `json:"session_id"`
+		} `json:"connections"`
+		Secure []struct {
+			SessionID int64 `json:"session_id"`
+		} `json:"secure_connections"`
+	}
+	adminJSON(t, op, "connections", &conns)
+	if len(conns.Connections) != 1 || len(conns.Secure) != 1 ||
+		conns.Connections[0].SessionID != plainSession.SessionID || conns.Secure[0].SessionID != secure.SessionID() {
+		t.Errorf("connections %+v, want the plaintext session %#x and the secure session %#x", conns, plainSession.SessionID, secure.SessionID())
+	}
+
+	secureOnlyOp := ops.New(ops.Options{})
+	s2, _ := startTLSServerWith(t, secureOnlyOp, secureOnly(t))
+	var cfgJSON struct {
+		ClientPort int `json:"client_port"`
+	}
+	adminJSON(t, secureOnlyOp, "configuration", &cfgJSON)
+	if cfgJSON.ClientPort != -1 {
+		t.Errorf("client_port %d with only secureClientPort %v, want -1", cfgJSON.ClientPort, s2.SecureAddr())
+	}
+}
+
+// adminJSON decodes the AdminServer's reply to command into out.
+func adminJSON(t *testing.T, op *ops.Surfaces, command string, out any) {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + op.AdminAddr().String() + "/commands/" + command)
+	if err != nil {
+		t.Fatalf("%s: %v", command, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(body, out); err != nil {
+		t.Fatalf("%s: %v in %s", command, err, body)
+	}
 }

@@ -197,13 +197,31 @@ func (o *Surfaces) absDir(d string) string {
 // txnLogDir is the transaction log directory (dataLogDir/version-2).
 func (o *Surfaces) txnLogDir() string { _, d := o.st.DataDirs(); return d }
 
+// clientPort is the plaintext (or unified) client port, -1 when only
+// secureClientPort is open, as ZooKeeper shows it.
+func (o *Surfaces) clientPort() int {
+	if o.cfg.NoClientPort {
+		return -1
+	}
+	return portOf(o.st.Addr())
+}
+
+// portOf is a listener's TCP port, 0 for none.
+func portOf(a net.Addr) int {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.Port
+	}
+	return 0
+}
+
 func (o *Surfaces) writeConf(w *strings.Builder) {
 	rt := conf.Runtime{
-		ClientPort:  o.st.Addr().(*net.TCPAddr).Port,
-		DataDir:     o.absDir(o.snapDir()),
-		DataLogDir:  o.absDir(o.txnLogDir()),
-		DataDirSize: conf.DirSize(o.snapDir()),
-		DataLogSize: conf.DirSize(o.txnLogDir()),
+		ClientPort:       o.clientPort(),
+		SecureClientPort: portOf(o.st.SecureAddr()),
+		DataDir:          o.absDir(o.snapDir()),
+		DataLogDir:       o.absDir(o.txnLogDir()),
+		DataDirSize:      conf.DirSize(o.snapDir()),
+		DataLogSize:      conf.DirSize(o.txnLogDir()),
 	}
 	for _, line := range o.cfg.LinesFor(rt) {
 		w.WriteString(line)

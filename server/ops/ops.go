@@ -40,6 +40,8 @@ type State interface {
 	Config() conf.Config
 	Logger() *slog.Logger
 	Addr() net.Addr
+	// SecureAddr is secureClientPort's listener address, nil without one.
+	SecureAddr() net.Addr
 	Started() time.Time
 	Serving() bool
 	ReadOnly() bool

@@ -45,6 +45,7 @@ type readOnlyState struct {
 func (s *readOnlyState) Config() conf.Config                   { return s.cfg }
 func (s *readOnlyState) Logger() *slog.Logger                  { return slog.New(slog.DiscardHandler) }
 func (s *readOnlyState) Addr() net.Addr                        { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2181} }
+func (s *readOnlyState) SecureAddr() net.Addr                  { return nil }
 func (s *readOnlyState) Started() time.Time                    { return s.started }
 func (s *readOnlyState) Serving() bool                         { return false }
 func (s *readOnlyState) ReadOnly() bool                        { return true }
