@@ -111,7 +111,7 @@ func (p *parser) set(key, value string) error {
 		return err
 	}
 	name := strings.TrimPrefix(key, sysPropPrefix)
-	if ok, err := p.setSSLKey(key, name, value); ok {
+	if ok, err := p.setSSLKey(key, name, value); ok || err != nil {
 		return err
 	}
 	if ok, err := p.setSASLKey(key, name, value); ok {
@@ -430,7 +430,7 @@ func knownUninterpreted(key string) bool {
 		"emulate353TTLNodes", "requireClientAuthScheme", "allowSaslFailedClients",
 		"sessionRequireClientSASLAuth", "intBufferStartingSizeBytes", "outstandingHandshake.limit",
 		"learner.asyncSending", "learner.closeSocketAsync", "leader.closeSocketAsync",
-		"snapshot.compression.method", "secureClientPortListenBacklog":
+		"snapshot.compression.method", "secureClientPortListenBacklog", "kinit", "ensembleAuthName":
 		return true
 	}
 	for _, prefix := range []string{
@@ -440,7 +440,7 @@ func knownUninterpreted(key string) bool {
 		"watcherCleanThreshold", "watcherCleanIntervalInSeconds", "watcherCleanThreadsNum",
 		"fips-mode", "forward_learner_requests_to_commit_processor_disabled",
 		"throttled_op_wait_time", "learnerHandler.", "follower.", "observer.",
-		"usersfile.", "X509AuthenticationProvider.", "enforceQuota",
+		"usersfile.", "X509AuthenticationProvider.", "enforceQuota", "DigestAuthenticationProvider.",
 	} {
 		if strings.HasPrefix(key, prefix) {
 			return true

@@ -147,3 +147,54 @@ func TestSecureClientPortAloneHasNoPlaintextPort(t *testing.T) {
 		})
 	}
 }
+
+func TestSecurityKeysRefused(t *testing.T) {
+	tests := []struct{ line, key, want string }{
+		{"ssl.crl=true", "ssl.crl", "revocation"},
+		{"zookeeper.ssl.ocsp=TRUE", "zookeeper.ssl.ocsp", "revocation"},
+		{"ssl.context.supplier.class=com.example.Supplier", "ssl.context.supplier.class", "SSLContext"},
+		{"DigestAuthenticationProvider.digestAlg=SHA-256", "DigestAuthenticationProvider.digestAlg", "SHA1"},
+		{"zookeeper.DigestAuthenticationProvider.enabled=false", "zookeeper.DigestAuthenticationProvider.enabled", "cannot be turned off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			_, _, err := parseString(t, tt.line)
+			var ke *KeyError
+			if !errors.As(err, &ke) || ke.Key != tt.key || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want a KeyError for %s saying %q", err, tt.key, tt.want)
+			}
+		})
+	}
+}
+
+func TestSecurityKeysAccepted(t *testing.T) {
+	text := strings.Join([]string{
+		"ssl.crl=false", "ssl.ocsp=false", "DigestAuthenticationProvider.digestAlg=SHA1",
+		"DigestAuthenticationProvider.enabled=true", "ssl.allowReverseDnsLookup=true",
+		"zookeeper.fips-mode=false", "netty.server.outstandingHandshake.limit=10", "kinit=/usr/bin/kinit",
+		"ssl.handshakeDetectionTimeoutMillis=5000",
+	}, "\n")
+	c, warnings, err := parseString(t, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings %q, want none", warnings)
+	}
+	want := []string{
+		"kinit: accepted, not acted on: ",
+		"netty.server.outstandingHandshake.limit: accepted, not acted on: ",
+		"ssl.allowReverseDnsLookup: accepted, not acted on: ",
+		"ssl.handshakeDetectionTimeoutMillis: accepted, not acted on: ",
+		"zookeeper.fips-mode: accepted, not acted on: ",
+	}
+	got := c.IgnoredSecurityKeys()
+	if len(got) != len(want) {
+		t.Fatalf("IgnoredSecurityKeys = %q, want lines starting %q", got, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("line %d = %q, want it to start %q", i, got[i], want[i])
+		}
+	}
+}

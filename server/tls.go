@@ -31,10 +31,14 @@ const tlsReloadInterval = time.Second
 // record); port unification tells TLS from plaintext by it.
 const tlsRecordHandshake = 0x16
 
-// newClientTLS builds the client port's TLS configuration when one is
-// configured (nil otherwise), and registers the x509 provider when no
+// newClientTLS logs the security keys accepted but not acted on, builds
+// the client port's TLS configuration when one is configured (nil
+// otherwise), and registers the x509 provider when no
 // authProvider.N gave one, as ZooKeeper does for a TLS client port.
 func newClientTLS(cfg conf.Config, reg *acl.Registry, logger *slog.Logger) (*tlsconf.Reloader, error) {
+	for _, line := range cfg.IgnoredSecurityKeys() {
+		logger.Info("security configuration", "note", line)
+	}
 	if !cfg.TLSEnabled() {
 		return nil, nil
 	}
