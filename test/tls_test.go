@@ -397,6 +397,18 @@ func TestTLSOperatorViews(t *testing.T) {
 			t.Errorf("conf lacks %q:\n%s", want, confText)
 		}
 	}
+	// cons lists the connections of the port it is asked on.
+	plainSid, secureSid := fmt.Sprintf("sid=0x%x,", plainSession.SessionID), fmt.Sprintf("sid=0x%x,", secure.SessionID())
+	plainCons, err := testutil.FourLetter(s.Addr().String(), "cons")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plainCons, plainSid) || strings.Contains(plainCons, secureSid) {
+		t.Errorf("cons on clientPort:\n%s\nwant %s and not %s", plainCons, plainSid, secureSid)
+	}
+	if secureCons := fourLetterTLS(t, s.SecureAddr().String(), env.clientConfig(env.client(t, aliceName)), "cons"); !strings.Contains(secureCons, secureSid) || strings.Contains(secureCons, plainSid) {
+		t.Errorf("cons on secureClientPort:\n%s\nwant %s and not %s", secureCons, secureSid, plainSid)
+	}
 	var conns struct {
 		Connections []struct {
 			SessionID int64 `json:"session_id"`
@@ -435,4 +447,23 @@ func adminJSON(t *testing.T, op *ops.Surfaces, command string, out any) {
 	if err := json.Unmarshal(body, out); err != nil {
 		t.Fatalf("%s: %v in %s", command, err, body)
 	}
+}
+
+// fourLetterTLS sends a four-letter word over TLS and returns the reply.
+func fourLetterTLS(t *testing.T, addr string, cfg *tls.Config, cmd string) string {
+	t.Helper()
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, cfg)
+	if err != nil {
+		t.Fatalf("%s over TLS: %v", cmd, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, cmd); err != nil {
+		t.Fatalf("%s over TLS: %v", cmd, err)
+	}
+	out, err := io.ReadAll(c)
+	if err != nil && len(out) == 0 {
+		t.Fatalf("%s over TLS: %v", cmd, err)
+	}
+	return string(out)
 }

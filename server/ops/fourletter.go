@@ -30,7 +30,7 @@ const traceMask = 306
 
 // fourLetter renders one command. in is the rest of the asking
 // connection's input (stmk reads its mask from it).
-func (o *Surfaces) fourLetter(cmd string, w *strings.Builder, in io.Reader) {
+func (o *Surfaces) fourLetter(cmd string, secure bool, w *strings.Builder, in io.Reader) {
 	if !o.st.Serving() && !o.st.ReadOnly() {
 		switch cmd {
 		case "ruok":
@@ -52,12 +52,14 @@ func (o *Surfaces) fourLetter(cmd string, w *strings.Builder, in io.Reader) {
 	case "isro":
 		w.WriteString(o.isro())
 	case "srvr":
-		o.writeSrvr(w, false)
+		o.writeSrvr(w, false, secure)
 	case "stat":
-		o.writeSrvr(w, true)
+		o.writeSrvr(w, true, secure)
 	case "cons":
 		for _, c := range o.st.Connections() {
-			writeCons(w, c, true)
+			if c.Secure == secure {
+				writeCons(w, c, true)
+			}
 		}
 		w.WriteString("\n")
 	case "crst":
@@ -99,12 +101,16 @@ func (o *Surfaces) versionLine() string {
 	return fmt.Sprintf("%s, built on %s", server.Version, server.BuildDate)
 }
 
-func (o *Surfaces) writeSrvr(w *strings.Builder, withClients bool) {
+// writeSrvr writes srvr, or stat (withClients) with the connections of
+// the port the command came on (secure: secureClientPort).
+func (o *Surfaces) writeSrvr(w *strings.Builder, withClients, secure bool) {
 	fmt.Fprintf(w, "Zookeeper version: %s\n", o.versionLine())
 	if withClients {
 		w.WriteString("Clients:\n")
 		for _, c := range o.st.Connections() {
-			writeCons(w, c, false)
+			if c.Secure == secure {
+				writeCons(w, c, false)
+			}
 		}
 		w.WriteString("\n")
 	}

@@ -75,7 +75,7 @@ func TestReadOnlyReports(t *testing.T) {
 	o.st, o.cfg, o.log = st, cfg, st.Logger()
 	ask := func(cmd string) string {
 		var b bytes.Buffer
-		o.FourLetterWord(cmd, strings.NewReader(""), &b)
+		o.FourLetterWord(cmd, false, strings.NewReader(""), &b)
 		return b.String()
 	}
 	if got := ask("isro"); got != "ro" {
@@ -125,7 +125,7 @@ func TestIsroWithoutQuorum(t *testing.T) {
 	o := New(Options{})
 	o.st, o.cfg, o.log = st, cfg, st.Logger()
 	var b bytes.Buffer
-	o.FourLetterWord("isro", strings.NewReader(""), &b)
+	o.FourLetterWord("isro", false, strings.NewReader(""), &b)
 	if b.String() != "null" {
 		t.Errorf("isro during the grace period = %q, want null", b.String())
 	}
