@@ -273,7 +273,7 @@ func (r NameRules) shortName(k kerberosName) (string, error) {
 			return name, nil
 		}
 	}
-	return "", fmt.Errorf("%w: no auth_to_local rule applies to %s", ErrNoRule, joinPrincipal(k.service, k))
+	return "", fmt.Errorf("%w to %s", ErrNoRule, joinPrincipal(k.service, k))
 }
 
 // joinPrincipal appends k's host and realm to short.
