@@ -90,6 +90,26 @@ func TestSASLKeyErrors(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("enforce with schemes: Validate = %v", err)
 	}
+	// java.security.krb5.realm and .kdc: both or neither, as in Java.
+	for _, tt := range []struct {
+		props []Property
+		ok    bool
+	}{
+		{[]Property{{"java.security.krb5.realm", "EXAMPLE.COM"}, {"java.security.krb5.kdc", "kdc.example.com"}}, true},
+		{[]Property{{"java.security.krb5.realm", "EXAMPLE.COM"}}, false},
+		{[]Property{{"java.security.krb5.kdc", "kdc.example.com"}}, false},
+	} {
+		c, warnings, err := Parse(strings.NewReader(""), tt.props...)
+		if err != nil || len(warnings) != 0 {
+			t.Fatalf("%v: %v, warnings %q", tt.props, err, warnings)
+		}
+		if err := c.Validate(); (err == nil) != tt.ok || (err != nil && !strings.Contains(err.Error(), "java.security.krb5.kdc")) {
+			t.Errorf("%v: Validate = %v, want ok %v", tt.props, err, tt.ok)
+		}
+		if tt.ok && c.SASL.Krb5Realm != "EXAMPLE.COM" {
+			t.Errorf("Krb5Realm = %q", c.SASL.Krb5Realm)
+		}
+	}
 }
 
 // TestSASLFromJVMFlags checks that the JAAS file and SASL keys come through

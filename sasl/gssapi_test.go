@@ -75,6 +75,33 @@ func kerberosFactory(t *testing.T, ktPath string, digest bool) sasl.Setup {
 	return st
 }
 
+// TestKrb5RealmProperty: -Djava.security.krb5.realm completes a principal
+// without a realm when no krb5.conf names one.
+func TestKrb5RealmProperty(t *testing.T) {
+	kt, ktPath := testKeytab(t, "zookeeper/localhost")
+	opts := map[string]string{"useKeyTab": "true", "keyTab": ktPath, "principal": "zookeeper/localhost"}
+	j := sasl.JAAS{"Server": {{Class: sasl.Krb5LoginModule, Flag: "required", Options: opts}}}
+	empty := filepath.Join(t.TempDir(), "krb5.conf")
+	if err := os.WriteFile(empty, []byte("[libdefaults]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sasl.NewFactory(j, sasl.Options{Section: "Server", Krb5Config: empty}); err == nil {
+		t.Fatal("a principal without a realm and no default realm loaded")
+	}
+	st, err := sasl.NewFactory(j, sasl.Options{Section: "Server", Krb5Config: empty, Krb5Realm: testRealm})
+	if err != nil || st.Kerberos == nil || st.Kerberos.Principal() != "zookeeper/localhost@"+testRealm {
+		t.Fatalf("NewFactory with Krb5Realm: %+v, %v", st, err)
+	}
+	if opts["principal"] != "zookeeper/localhost" {
+		t.Errorf("the JAAS options were changed: %v", opts)
+	}
+	tkt, key := ticketFor(t, kt, "alice", "zookeeper/localhost")
+	pn, _ := types.ParseSPNString("alice")
+	if err := run(st.Factory(), &gssapitest.Client{Ticket: tkt, SessionKey: key, CName: pn, CRealm: testRealm}); err != nil {
+		t.Fatalf("login: %v", err)
+	}
+}
+
 // run drives a login to its end and returns the server's last error.
 func run(m sasl.Mechanism, c *gssapitest.Client) error {
 	tok, err := c.Initial()

@@ -3,6 +3,8 @@ package sasl
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"strings"
 )
 
 // ErrFailed means a SASL exchange failed: bad credentials, a malformed
@@ -41,6 +43,9 @@ type Options struct {
 	// Krb5Config is java.security.krb5.conf ("" = DefaultKrb5Conf if it
 	// loads).
 	Krb5Config string
+	// Krb5Realm is java.security.krb5.realm: when set, the default realm
+	// instead of krb5.conf's default_realm.
+	Krb5Realm string
 }
 
 // Setup is what a JAAS configuration gives the server.
@@ -76,6 +81,10 @@ func NewFactory(j JAAS, opts Options) (Setup, error) {
 	for _, m := range modules {
 		if m.Class != Krb5LoginModule {
 			continue
+		}
+		if p := m.Options["principal"]; opts.Krb5Realm != "" && p != "" && !strings.Contains(p, "@") {
+			m.Options = maps.Clone(m.Options)
+			m.Options["principal"] = p + "@" + opts.Krb5Realm
 		}
 		k, err := LoadKerberos(m, opts.Krb5Config)
 		if err != nil {

@@ -62,7 +62,7 @@ func newSASLSetup(cfg conf.Config, reg *acl.Registry, logger *slog.Logger) (sasl
 	if err != nil {
 		return saslSetup{}, fmt.Errorf("server: java.security.auth.login.config: %w", err)
 	}
-	setup, err := sasl.NewFactory(j, sasl.Options{Section: c.ServerSection, SuperPassword: c.SuperPassword, Krb5Config: c.Krb5ConfigFile})
+	setup, err := sasl.NewFactory(j, sasl.Options{Section: c.ServerSection, SuperPassword: c.SuperPassword, Krb5Config: c.Krb5ConfigFile, Krb5Realm: c.Krb5Realm})
 	if err != nil {
 		return saslSetup{}, fmt.Errorf("server: java.security.auth.login.config %s: %w", c.JAASConfigFile, err)
 	}
@@ -87,6 +87,9 @@ func newNameRules(c conf.SASL) (sasl.NameRules, error) {
 		return sasl.NameRules{}, fmt.Errorf("server: zookeeper.security.auth_to_local: %w", err)
 	}
 	realm, loaded := sasl.DefaultRealm(c.Krb5ConfigFile)
+	if c.Krb5Realm != "" {
+		realm, loaded = c.Krb5Realm, true
+	}
 	if !loaded && c.RequireKerberosConfig {
 		return sasl.NameRules{}, fmt.Errorf("server: zookeeper.requireKerberosConfig: the Kerberos configuration %q does not load", cmp.Or(c.Krb5ConfigFile, sasl.DefaultKrb5Conf))
 	}
