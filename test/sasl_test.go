@@ -334,3 +334,32 @@ func TestSASLJAASProperties(t *testing.T) {
 		t.Errorf("whoAmI = %+v, want sasl:bob", info)
 	}
 }
+
+// TestSASLUnmappedName: a user name that no auth_to_local rule maps keeps
+// its whole name (as ZooKeeper does), and is refused if it asks for
+// another authorization id (which ZooKeeper would grant).
+func TestSASLUnmappedName(t *testing.T) {
+	cfg := saslConfig(t, nil)
+	dir := t.TempDir()
+	jaas, krb5 := filepath.Join(dir, "jaas.conf"), filepath.Join(dir, "krb5.conf")
+	text := "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  \"user_amy@OTHER.COM\"=\"pw\";\n};\n"
+	if err := os.WriteFile(jaas, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(krb5, []byte("[libdefaults]\n default_realm = EXAMPLE.COM\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.SASL.JAASConfigFile, cfg.SASL.Krb5ConfigFile, cfg.SASL.RemoveRealmFromPrincipal = jaas, krb5, true
+	srv := startServer(t, cfg)
+	amy := saslSession(t, srv.Addr().String())
+	if h, _ := digestLogin(t, amy, "amy@OTHER.COM", "pw"); h.Err != jute.OK {
+		t.Fatalf("amy's login: %v", h.Err)
+	}
+	if info := aclWhoAmI(t, amy); !hasID(info, "sasl", "amy@OTHER.COM") {
+		t.Errorf("whoAmI = %+v, want sasl:amy@OTHER.COM (unmapped, realm kept)", info)
+	}
+	asSuper := saslSession(t, srv.Addr().String())
+	if h, _ := digestLoginAs(t, asSuper, "amy@OTHER.COM", "pw", "super"); h.Err != jute.AuthFailed {
+		t.Errorf("unmapped amy asking to act as super: %v, want AuthFailed", h.Err)
+	}
+}
