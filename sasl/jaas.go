@@ -103,18 +103,24 @@ func (p Properties) Expand(s string) (string, error) {
 // ResolveJAASPath turns the value of java.security.auth.login.config into
 // a file name as the JDK does: a leading '=' (override the other
 // configurations) is dropped, ${...} is expanded, and a file: URL is
-// accepted. Other URLs are refused.
+// accepted. Other URLs (http:, https:, ftp:, jar:) are refused; anything
+// else is a file name.
 func ResolveJAASPath(value string, props Properties) (string, error) {
 	v, err := props.Expand(strings.TrimPrefix(value, "="))
 	if err != nil {
 		return "", fmt.Errorf("sasl: java.security.auth.login.config %q: %w", value, err)
 	}
 	u, err := url.Parse(v)
-	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // a drive letter is no scheme
+	if err != nil {
 		return v, nil
 	}
-	if u.Scheme != "file" {
+	switch strings.ToLower(u.Scheme) {
+	case "file":
+	case "http", "https", "ftp", "jar":
 		return "", fmt.Errorf("sasl: java.security.auth.login.config %q: only file names and file: URLs are read", value)
+	default:
+		// Not a URL protocol Java knows: Java takes it as a file name.
+		return v, nil
 	}
 	if u.Opaque != "" {
 		return url.PathUnescape(u.Opaque)

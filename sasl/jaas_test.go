@@ -198,6 +198,7 @@ func TestResolveJAASPath(t *testing.T) {
 		{"file:/etc/zk/jaas%20x.conf", "/etc/zk/jaas x.conf", ""},
 		{"file:///etc/zk/jaas.conf", "/etc/zk/jaas.conf", ""},
 		{"relative/jaas.conf", "relative/jaas.conf", ""},
+		{"conf:dir/jaas.conf", "conf:dir/jaas.conf", ""},
 		{"${nope}/jaas.conf", "", "unable to expand property nope"},
 		{"http://example.com/jaas.conf", "", "only file names"},
 	}
