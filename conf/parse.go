@@ -46,6 +46,7 @@ func Parse(r io.Reader, sys ...Property) (Config, []string, error) {
 		}
 	}
 	p.finish()
+	c.SASL.JVMProperties = propertyMap(sys)
 	return c, p.warnings, nil
 }
 
@@ -113,7 +114,7 @@ func (p *parser) set(key, value string) error {
 	if ok, err := p.setQuorumSecurityKey(key, name, value); ok {
 		return err
 	}
-	if ok, err := p.setSSLKey(key, name, value); ok {
+	if ok, err := p.setSSLKey(key, name, value); ok || err != nil {
 		return err
 	}
 	if ok, err := p.setSASLKey(key, name, value); ok {
@@ -432,7 +433,7 @@ func knownUninterpreted(key string) bool {
 		"emulate353TTLNodes", "requireClientAuthScheme", "allowSaslFailedClients",
 		"sessionRequireClientSASLAuth", "intBufferStartingSizeBytes", "outstandingHandshake.limit",
 		"learner.asyncSending", "learner.closeSocketAsync", "leader.closeSocketAsync",
-		"snapshot.compression.method", "secureClientPortListenBacklog":
+		"snapshot.compression.method", "secureClientPortListenBacklog", "kinit", "ensembleAuthName":
 		return true
 	}
 	for _, prefix := range []string{
@@ -442,7 +443,7 @@ func knownUninterpreted(key string) bool {
 		"watcherCleanThreshold", "watcherCleanIntervalInSeconds", "watcherCleanThreadsNum",
 		"fips-mode", "forward_learner_requests_to_commit_processor_disabled",
 		"throttled_op_wait_time", "learnerHandler.", "follower.", "observer.",
-		"usersfile.", "X509AuthenticationProvider.", "enforceQuota",
+		"usersfile.", "X509AuthenticationProvider.", "enforceQuota", "DigestAuthenticationProvider.",
 	} {
 		if strings.HasPrefix(key, prefix) {
 			return true

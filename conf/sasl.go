@@ -17,6 +17,10 @@ type SASL struct {
 	// the GSSAPI login reads (its default realm and clock skew); "" means
 	// /etc/krb5.conf when it exists.
 	Krb5ConfigFile string
+	// Krb5Realm and Krb5KDC are java.security.krb5.realm and
+	// java.security.krb5.kdc: as in Java, both or neither; the realm then
+	// replaces krb5.conf's default_realm (the KDC is never contacted).
+	Krb5Realm, Krb5KDC string
 	// ServerSection is sasl.serverconfig, the JAAS section of the server
 	// (default "Server").
 	ServerSection string
@@ -33,6 +37,15 @@ type SASL struct {
 	// kerberos.removeHostFromPrincipal and kerberos.removeRealmFromPrincipal.
 	RemoveHostFromPrincipal  bool
 	RemoveRealmFromPrincipal bool
+	// AuthToLocal is security.auth_to_local: the Kerberos name rules that
+	// give a principal's short name ("" = DEFAULT).
+	AuthToLocal string
+	// JVMProperties are the -D properties of SERVER_JVMFLAGS and JVMFLAGS
+	// (what Parse was given), for ${name} in the JAAS file.
+	JVMProperties map[string]string
+	// RequireKerberosConfig is requireKerberosConfig: the Kerberos
+	// configuration (java.security.krb5.conf or /etc/krb5.conf) must load.
+	RequireKerberosConfig bool
 	// EnforceAuthEnabled is enforce.auth.enabled: requests of a connection
 	// with no identity of EnforceAuthSchemes are refused with
 	// SessionClosedRequireSaslAuth and the connection closes.
@@ -74,6 +87,10 @@ func (p *parser) setSASLKey(key, name, v string) (bool, error) {
 		s.JAASConfigFile = v
 	case "java.security.krb5.conf":
 		s.Krb5ConfigFile = v
+	case "java.security.krb5.realm":
+		s.Krb5Realm = v
+	case "java.security.krb5.kdc":
+		s.Krb5KDC = v
 	case "sasl.serverconfig":
 		s.ServerSection = v
 	case "SASLAuthenticationProvider.superPassword":
@@ -84,6 +101,10 @@ func (p *parser) setSASLKey(key, name, v string) (bool, error) {
 		s.RemoveHostFromPrincipal, err = parseBool(key, v)
 	case "kerberos.removeRealmFromPrincipal":
 		s.RemoveRealmFromPrincipal, err = parseBool(key, v)
+	case "security.auth_to_local":
+		s.AuthToLocal = v
+	case "requireKerberosConfig":
+		s.RequireKerberosConfig, err = parseBool(key, v)
 	case "enforce.auth.enabled":
 		s.EnforceAuthEnabled, err = parseBool(key, v)
 	case "enforce.auth.schemes":
@@ -112,4 +133,6 @@ func (c Config) validateSASL(v *validator) {
 	v.check(!s.EnforceAuthEnabled || s.SessionRequireClientSASLAuth || len(s.EnforceAuthSchemes) > 0,
 		"enforce.auth.schemes", "", "must be set when enforce.auth.enabled is true")
 	v.check(s.ServerSection != "", "sasl.serverconfig", "", "must not be empty")
+	v.check((s.Krb5Realm == "") == (s.Krb5KDC == ""), "java.security.krb5.realm", s.Krb5Realm,
+		"and java.security.krb5.kdc must both be set or neither, as Java requires")
 }

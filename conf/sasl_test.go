@@ -35,10 +35,16 @@ func TestParseSASLKeys(t *testing.T) {
 			name: "system properties, the file wins",
 			cfg:  "enforce.auth.schemes=digest\n",
 			sys: []Property{{"java.security.auth.login.config", "/j.conf"}, {"zookeeper.sessionRequireClientSASLAuth", "true"},
-				{"zookeeper.enforce.auth.schemes", "ip"}, {"java.security.krb5.conf", "/k.conf"}},
+				{"zookeeper.enforce.auth.schemes", "ip"}, {"java.security.krb5.conf", "/k.conf"},
+				{"zookeeper.security.auth_to_local", "RULE:[1:$1] DEFAULT"}, {"zookeeper.requireKerberosConfig", "true"}},
 			want: func(s SASL) SASL {
 				s.JAASConfigFile, s.SessionRequireClientSASLAuth, s.EnforceAuthSchemes = "/j.conf", true, []string{"digest"}
-				s.Krb5ConfigFile = "/k.conf"
+				s.Krb5ConfigFile, s.AuthToLocal, s.RequireKerberosConfig = "/k.conf", "RULE:[1:$1] DEFAULT", true
+				// Every -D property is kept for ${...} in the JAAS file.
+				s.JVMProperties = map[string]string{"java.security.auth.login.config": "/j.conf",
+					"zookeeper.sessionRequireClientSASLAuth": "true", "zookeeper.enforce.auth.schemes": "ip",
+					"java.security.krb5.conf": "/k.conf", "zookeeper.security.auth_to_local": "RULE:[1:$1] DEFAULT",
+					"zookeeper.requireKerberosConfig": "true"}
 				return s
 			},
 			schemes: []string{"sasl"},
@@ -83,6 +89,26 @@ func TestSASLKeyErrors(t *testing.T) {
 	c, _, _ = Parse(strings.NewReader("enforce.auth.enabled=true\nenforce.auth.schemes=sasl\n"))
 	if err := c.Validate(); err != nil {
 		t.Errorf("enforce with schemes: Validate = %v", err)
+	}
+	// java.security.krb5.realm and .kdc: both or neither, as in Java.
+	for _, tt := range []struct {
+		props []Property
+		ok    bool
+	}{
+		{[]Property{{"java.security.krb5.realm", "EXAMPLE.COM"}, {"java.security.krb5.kdc", "kdc.example.com"}}, true},
+		{[]Property{{"java.security.krb5.realm", "EXAMPLE.COM"}}, false},
+		{[]Property{{"java.security.krb5.kdc", "kdc.example.com"}}, false},
+	} {
+		c, warnings, err := Parse(strings.NewReader(""), tt.props...)
+		if err != nil || len(warnings) != 0 {
+			t.Fatalf("%v: %v, warnings %q", tt.props, err, warnings)
+		}
+		if err := c.Validate(); (err == nil) != tt.ok || (err != nil && !strings.Contains(err.Error(), "java.security.krb5.kdc")) {
+			t.Errorf("%v: Validate = %v, want ok %v", tt.props, err, tt.ok)
+		}
+		if tt.ok && c.SASL.Krb5Realm != "EXAMPLE.COM" {
+			t.Errorf("Krb5Realm = %q", c.SASL.Krb5Realm)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -32,6 +33,10 @@ type SSL struct {
 	// PortUnification is client.portUnification: TLS and plaintext clients
 	// on clientPort (default false).
 	PortUnification bool
+	// CertReload is client.certReload: reload the keystore and truststore
+	// when their files change (default false, as in ZooKeeper 3.8, which
+	// reads it with Boolean.getBoolean: only "true", in any case, is true).
+	CertReload bool
 }
 
 // Store is one keystore or truststore file.
@@ -92,8 +97,14 @@ func (p *parser) setSSLKey(key, name, v string) (bool, error) {
 		s.AuthProvider = v
 	case "client.portUnification":
 		s.PortUnification, err = parseBool(key, v)
+	case "client.certReload":
+		s.CertReload = strings.EqualFold(v, "true")
+		if !s.CertReload && !strings.EqualFold(v, "false") {
+			p.warnf("conf: %s: %q is not true; certificate reload stays off", key, v)
+		}
 	default:
-		return false, nil
+		// Kept in Extra by the caller; some values are refused.
+		return false, checkRefusedSecurityKey(key, name, v)
 	}
 	return true, err
 }
@@ -143,4 +154,73 @@ func KnownTLSProtocol(name string) bool {
 		return true
 	}
 	return false
+}
+
+// ignoredSecurityKey returns why zkserverd accepts one of ZooKeeper 3.8's
+// server-side security properties without acting on it ("" for other
+// keys); name has no "zookeeper." prefix.
+func ignoredSecurityKey(name string) string {
+	switch name {
+	case "ssl.allowReverseDnsLookup":
+		return "host name checks are a client's; the server never checks a client certificate's host name"
+	case "ssl.handshakeDetectionTimeoutMillis":
+		return "the TLS detection on a unified port runs under nio.sessionlessCnxnTimeout"
+	case "fips-mode":
+		return "only changes which Java trust manager checks host names, which the server does not do"
+	case "netty.server.outstandingHandshake.limit":
+		return "Netty's limit; handshakes run on each connection's own goroutine under nio.sessionlessCnxnTimeout"
+	case "netty.server.earlyDropSecureConnectionHandshakes":
+		return "Netty's option"
+	case "netty.advancedFlowControl.enabled":
+		return "Netty's option"
+	case "kinit":
+		return "the server reads its keytab and never runs kinit"
+	case "ensembleAuthName":
+		return "EnsembleAuthenticationProvider is not available"
+	}
+	return ""
+}
+
+// IgnoredSecurityKeys returns, for each ZooKeeper security key set in
+// the configuration that zkserverd accepts but does not act on, a line
+// naming the key and why, for the startup log (sorted).
+func (c Config) IgnoredSecurityKeys() []string {
+	var out []string
+	for key := range c.Extra {
+		name := strings.TrimPrefix(key, sysPropPrefix)
+		if reason := ignoredSecurityKey(name); reason != "" {
+			out = append(out, key+": accepted, not acted on: "+reason)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkRefusedSecurityKey refuses the ZooKeeper security settings that
+// zkserverd cannot honour and that must not be silently dropped: turning on
+// certificate revocation checks, a Java SSLContext supplier class, and a
+// digest provider other than ZooKeeper's default (SHA1, enabled).
+func checkRefusedSecurityKey(key, name, v string) error {
+	switch name {
+	case "ssl.crl", "ssl.ocsp", "ssl.quorum.crl", "ssl.quorum.ocsp":
+		// Java reads them with Boolean.parseBoolean.
+		if strings.EqualFold(v, "true") {
+			return keyErr(key, v, "certificate revocation checks (CRL, OCSP) are not supported; remove the key or set it to false")
+		}
+	case "ssl.context.supplier.class", "ssl.quorum.context.supplier.class":
+		if v != "" {
+			return keyErr(key, v, "a Java SSLContext supplier cannot run here; configure ssl.keyStore.* and ssl.trustStore.*")
+		}
+	case "DigestAuthenticationProvider.digestAlg":
+		switch strings.ToUpper(v) {
+		case "", "SHA1", "SHA-1", "SHA":
+		default:
+			return keyErr(key, v, "only SHA1 digests (ZooKeeper's default) are supported")
+		}
+	case "DigestAuthenticationProvider.enabled":
+		if strings.EqualFold(v, "false") {
+			return keyErr(key, v, "the digest scheme cannot be turned off")
+		}
+	}
+	return nil
 }

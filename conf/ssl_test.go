@@ -18,6 +18,7 @@ func TestParseSSLKeys(t *testing.T) {
 	full.HostnameVerification = false
 	full.AuthProvider = "x509b"
 	full.PortUnification = true
+	full.CertReload = true
 	fullLines := []string{
 		"ssl.keyStore.location=/k.p12", "ssl.keyStore.password=kp", "ssl.keyStore.passwordPath=/kpw",
 		"ssl.keyStore.type=pkcs12", "ssl.trustStore.location=/t.jks", "ssl.trustStore.password=tp",
@@ -25,6 +26,7 @@ func TestParseSSLKeys(t *testing.T) {
 		"ssl.protocol=TLSv1.3", "ssl.enabledProtocols=TLSv1.2, TLSv1.3",
 		"ssl.ciphersuites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256",
 		"ssl.hostnameVerification=false", "ssl.authProvider=x509b", "client.portUnification=true",
+		"client.certReload=TRUE",
 	}
 	prefixed := make([]string, len(fullLines))
 	for i, l := range fullLines {
@@ -39,6 +41,7 @@ func TestParseSSLKeys(t *testing.T) {
 		{"every key", fullLines, full},
 		{"every key with the zookeeper. prefix", prefixed, full},
 		{"empty clientAuth is need", []string{"ssl.clientAuth="}, DefaultSSL()},
+		{"certReload false", []string{"client.certReload=false"}, DefaultSSL()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,6 +71,25 @@ func TestParseSSLFromSystemProperties(t *testing.T) {
 	}
 	if c.SSL.KeyStore.Location != "/a.pem" || c.SSL.ClientAuth != "want" || !c.SSL.PortUnification {
 		t.Fatalf("SSL = %+v: want the -D keystore and port unification, and the file's clientAuth", c.SSL)
+	}
+}
+
+// TestParseCertReloadNotTrue: ZooKeeper reads client.certReload with
+// Boolean.getBoolean, so any value other than "true" means off.
+func TestParseCertReloadNotTrue(t *testing.T) {
+	for _, line := range []string{"client.certReload=yes", "zookeeper.client.certReload=1", "client.certReload="} {
+		t.Run(line, func(t *testing.T) {
+			c, warnings, err := parseString(t, line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.SSL.CertReload {
+				t.Error("CertReload = true, want false")
+			}
+			if len(warnings) != 1 || !strings.Contains(warnings[0], "certificate reload stays off") {
+				t.Errorf("warnings %q, want one saying reload stays off", warnings)
+			}
+		})
 	}
 }
 
@@ -123,5 +145,59 @@ func TestSecureClientPortAloneHasNoPlaintextPort(t *testing.T) {
 				t.Fatalf("Validate = %v, want an error for %s", err, tt.validateError)
 			}
 		})
+	}
+}
+
+func TestSecurityKeysRefused(t *testing.T) {
+	tests := []struct{ line, key, want string }{
+		{"ssl.crl=true", "ssl.crl", "revocation"},
+		{"zookeeper.ssl.ocsp=TRUE", "zookeeper.ssl.ocsp", "revocation"},
+		{"ssl.quorum.crl=true", "ssl.quorum.crl", "revocation"},
+		{"zookeeper.ssl.quorum.ocsp=true", "zookeeper.ssl.quorum.ocsp", "revocation"},
+		{"ssl.quorum.context.supplier.class=com.example.Supplier", "ssl.quorum.context.supplier.class", "SSLContext"},
+		{"ssl.context.supplier.class=com.example.Supplier", "ssl.context.supplier.class", "SSLContext"},
+		{"DigestAuthenticationProvider.digestAlg=SHA-256", "DigestAuthenticationProvider.digestAlg", "SHA1"},
+		{"zookeeper.DigestAuthenticationProvider.enabled=false", "zookeeper.DigestAuthenticationProvider.enabled", "cannot be turned off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			_, _, err := parseString(t, tt.line)
+			var ke *KeyError
+			if !errors.As(err, &ke) || ke.Key != tt.key || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want a KeyError for %s saying %q", err, tt.key, tt.want)
+			}
+		})
+	}
+}
+
+func TestSecurityKeysAccepted(t *testing.T) {
+	text := strings.Join([]string{
+		"ssl.crl=false", "ssl.ocsp=false", "DigestAuthenticationProvider.digestAlg=SHA1",
+		"DigestAuthenticationProvider.enabled=true", "ssl.allowReverseDnsLookup=true",
+		"zookeeper.fips-mode=false", "netty.server.outstandingHandshake.limit=10", "kinit=/usr/bin/kinit",
+		"ssl.handshakeDetectionTimeoutMillis=5000",
+	}, "\n")
+	c, warnings, err := parseString(t, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings %q, want none", warnings)
+	}
+	want := []string{
+		"kinit: accepted, not acted on: ",
+		"netty.server.outstandingHandshake.limit: accepted, not acted on: ",
+		"ssl.allowReverseDnsLookup: accepted, not acted on: ",
+		"ssl.handshakeDetectionTimeoutMillis: accepted, not acted on: ",
+		"zookeeper.fips-mode: accepted, not acted on: ",
+	}
+	got := c.IgnoredSecurityKeys()
+	if len(got) != len(want) {
+		t.Fatalf("IgnoredSecurityKeys = %q, want lines starting %q", got, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("line %d = %q, want it to start %q", i, got[i], want[i])
+		}
 	}
 }

@@ -95,6 +95,18 @@ func toProperties(sys []Property) []property {
 	return out
 }
 
+// propertyMap returns sys as a map (nil when empty).
+func propertyMap(sys []Property) map[string]string {
+	if len(sys) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(sys))
+	for _, p := range sys {
+		m[p.Key] = p.Value
+	}
+	return m
+}
+
 // lookupEnv returns the first value of name in environ, as os.Getenv does.
 func lookupEnv(environ []string, name string) string {
 	for _, item := range environ {

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -38,6 +39,7 @@ type DigestMD5Server struct {
 	step  digestStep
 	nonce string
 	user  string
+	authz string
 }
 
 // NewDigestMD5Server starts an exchange against users (name -> password).
@@ -57,6 +59,9 @@ func (s *DigestMD5Server) Complete() bool { return s.step == stepDone }
 
 // AuthenticationID is the authenticated user name.
 func (s *DigestMD5Server) AuthenticationID() string { return s.user }
+
+// AuthorizationID is the response's authzid ("" when it has none).
+func (s *DigestMD5Server) AuthorizationID() string { return s.authz }
 
 // Evaluate runs one step of the exchange.
 func (s *DigestMD5Server) Evaluate(token []byte) ([]byte, error) {
@@ -112,7 +117,7 @@ func (s *DigestMD5Server) verify(token []byte) ([]byte, error) {
 	if subtle.ConstantTimeCompare([]byte(strings.ToLower(d["response"])), []byte(want)) != 1 {
 		return nil, fmt.Errorf("%w: DIGEST-MD5: wrong password for %q", ErrFailed, d["username"])
 	}
-	s.user = d["username"]
+	s.user, s.authz = d["username"], d["authzid"]
 	s.step = stepDone
 	return []byte("rspauth=" + p.RspAuth()), nil
 }
@@ -224,4 +229,24 @@ func parseDirectives(s string) (map[string]string, error) {
 			return nil, fmt.Errorf("junk after directive %s", name)
 		}
 	}
+}
+
+// quoted reads a double-quoted string at the start of s, with backslash
+// escapes, and returns its value and the bytes it spans.
+func quoted(s string) (string, int, error) {
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			return b.String(), i + 1, nil
+		case '\\':
+			if i+1 < len(s) {
+				i++
+			}
+			b.WriteByte(s[i])
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return "", 0, errors.New("unterminated quoted string")
 }

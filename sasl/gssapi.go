@@ -111,6 +111,21 @@ func (k *Kerberos) hasKey() bool {
 	return false
 }
 
+// DefaultRealm returns the default_realm of the Kerberos configuration at
+// path ("" means DefaultKrb5Conf), the realm that the DEFAULT
+// auth_to_local rule maps; loaded is false (and realm "") when the file
+// does not load.
+func DefaultRealm(path string) (realm string, loaded bool) {
+	if path == "" {
+		path = DefaultKrb5Conf
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		return "", false
+	}
+	return c.LibDefaults.DefaultRealm, true
+}
+
 // krb5Defaults returns the default realm and clock skew of a krb5.conf. An
 // explicit path must load; the default one is used only if it loads.
 func krb5Defaults(path string) (string, time.Duration, error) {
@@ -155,6 +170,7 @@ type GSSAPIServer struct {
 	key    types.EncryptionKey // the context key: the initiator's subkey or the session key
 	seq    uint64              // the acceptor's next send sequence number
 	client string              // the client principal, name@REALM
+	authz  string              // the authorization id the client asked for
 }
 
 // NewGSSAPIServer starts an exchange for the service k.
@@ -165,6 +181,10 @@ func (s *GSSAPIServer) Complete() bool { return s.step == gssDone }
 
 // AuthenticationID is the client's principal, name[/host]@REALM.
 func (s *GSSAPIServer) AuthenticationID() string { return s.client }
+
+// AuthorizationID is the authorization id of the client's security layer
+// answer ("" when it sent none).
+func (s *GSSAPIServer) AuthorizationID() string { return s.authz }
 
 // Evaluate runs one step of the exchange.
 func (s *GSSAPIServer) Evaluate(token []byte) ([]byte, error) {
@@ -287,8 +307,8 @@ func (s *GSSAPIServer) offer() ([]byte, error) {
 	return out, nil
 }
 
-// choose checks the client's wrapped answer: "no security layer" and an
-// authorization id that is empty or the authenticated principal.
+// choose checks the client's wrapped answer: "no security layer", and
+// keeps the authorization id that follows.
 func (s *GSSAPIServer) choose(token []byte) error {
 	var wt gssapi.WrapToken
 	if err := wt.Unmarshal(unrotate(token), false); err != nil {
@@ -307,9 +327,9 @@ func (s *GSSAPIServer) choose(token []byte) error {
 	if p[0] != layerNone {
 		return fmt.Errorf("%w: GSSAPI: the client chose security layer %#x; only none (1) is offered", ErrFailed, p[0])
 	}
-	if authz := string(p[4:]); authz != "" && authz != s.client {
-		return fmt.Errorf("%w: GSSAPI: %s may not act as %q", ErrFailed, s.client, authz)
-	}
+	// As the JDK's GSSAPI server, any authorization id goes to the
+	// authorization decision (NameRules.Identity), which ZooKeeper makes.
+	s.authz = string(p[4:])
 	s.step = gssDone
 	return nil
 }

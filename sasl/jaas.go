@@ -4,9 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"os/user"
 	"strings"
 )
+
+// This file reads JAAS configuration files as the JDK's ConfigFile does:
+// its tokenizer (java.io.StreamTokenizer with ConfigFile's settings), its
+// grammar, and the ${property} expansion of option values.
 
 // ErrJAASSyntax means a JAAS configuration file does not parse.
 var ErrJAASSyntax = errors.New("sasl: JAAS syntax error")
@@ -15,19 +21,120 @@ var ErrJAASSyntax = errors.New("sasl: JAAS syntax error")
 const maxJAASSize = 1 << 20
 
 // LoginModule is one entry of a JAAS section: the module's class, its
-// control flag, and its options (name=value, values unquoted).
+// control flag, and its options (name=value, values expanded).
 type LoginModule struct {
 	Class   string
 	Flag    string
 	Options map[string]string
 }
 
-// JAAS is a parsed JAAS configuration: its sections by name. A name seen
-// twice adds its modules to the earlier ones, as Java's ConfigFile does.
+// JAAS is a parsed JAAS configuration: its sections by name.
 type JAAS map[string][]LoginModule
 
-// LoadJAAS reads and parses the JAAS file at path.
-func LoadJAAS(path string) (JAAS, error) {
+// Properties are the Java system properties ${name} expands to.
+type Properties map[string]string
+
+// JavaProperties returns the system properties every JVM has that a JAAS
+// file may name (user.home, user.name, user.dir, java.io.tmpdir, the
+// separators, os.name), as this process would see them, overlaid with
+// extra (the -D properties of SERVER_JVMFLAGS and JVMFLAGS).
+func JavaProperties(extra map[string]string) Properties {
+	p := Properties{
+		"file.separator": "/", "path.separator": ":", "line.separator": "\n",
+		"java.io.tmpdir": "/tmp", "os.name": "Linux",
+	}
+	if u, err := user.Current(); err == nil {
+		p["user.name"], p["user.home"] = u.Username, u.HomeDir
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		p["user.home"] = home
+	}
+	if dir, err := os.Getwd(); err == nil {
+		p["user.dir"] = dir
+	}
+	for k, v := range extra {
+		p[k] = v
+	}
+	return p
+}
+
+// Expand replaces each ${name} of s with the property's value, as the
+// JDK's PropertyExpander does: ${/} is the file separator, ${{...}} and a
+// "${" without its '}' stay as written, and an unknown property is an
+// error.
+func (p Properties) Expand(s string) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		b.WriteString(s[:i])
+		s = s[i:]
+		if strings.HasPrefix(s, "${{") {
+			end := strings.Index(s[3:], "}}")
+			if end < 0 || 3+end+2 == len(s) {
+				b.WriteString(s)
+				return b.String(), nil
+			}
+			b.WriteString(s[:3+end+2])
+			s = s[3+end+2:]
+			continue
+		}
+		end := strings.IndexByte(s, '}')
+		if end < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		name := s[2:end]
+		v, ok := p[name]
+		if name == "/" {
+			v, ok = "/", true
+		}
+		if !ok {
+			return "", fmt.Errorf("unable to expand property %s", name)
+		}
+		b.WriteString(v)
+		s = s[end+1:]
+	}
+}
+
+// ResolveJAASPath turns the value of java.security.auth.login.config into
+// a file name as the JDK does: a leading '=' (override the other
+// configurations) is dropped, ${...} is expanded, and a file: URL is
+// accepted. Other URLs (http:, https:, ftp:, jar:) are refused; anything
+// else is a file name.
+func ResolveJAASPath(value string, props Properties) (string, error) {
+	v, err := props.Expand(strings.TrimPrefix(value, "="))
+	if err != nil {
+		return "", fmt.Errorf("sasl: java.security.auth.login.config %q: %w", value, err)
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return v, nil
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "file":
+	case "http", "https", "ftp", "jar":
+		return "", fmt.Errorf("sasl: java.security.auth.login.config %q: only file names and file: URLs are read", value)
+	default:
+		// Not a URL protocol Java knows: Java takes it as a file name.
+		return v, nil
+	}
+	if u.Opaque != "" {
+		return url.PathUnescape(u.Opaque)
+	}
+	return u.Path, nil
+}
+
+// LoadJAAS reads and parses the JAAS file at path, expanding ${...} with
+// JavaProperties(nil).
+func LoadJAAS(path string) (JAAS, error) { return LoadJAASWith(path, JavaProperties(nil)) }
+
+// LoadJAASWith reads and parses the JAAS file at path, expanding ${...} in
+// option values with props. Errors name the file and the line.
+func LoadJAASWith(path string, props Properties) (JAAS, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("sasl: JAAS file: %w", err)
@@ -40,33 +147,43 @@ func LoadJAAS(path string) (JAAS, error) {
 	if len(data) > maxJAASSize {
 		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrJAASSyntax, path, maxJAASSize)
 	}
-	cfg, err := ParseJAAS(string(data))
+	cfg, err := ParseJAASWith(string(data), props)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-// ParseJAAS parses the text of a JAAS configuration file:
+// ParseJAAS parses the text of a JAAS configuration file with
+// JavaProperties(nil) for ${...}; see ParseJAASWith.
+func ParseJAAS(text string) (JAAS, error) { return ParseJAASWith(text, JavaProperties(nil)) }
+
+// ParseJAASWith parses the text of a JAAS configuration file:
 //
 //	Name { class flag name=value ...; ... };
 //
-// Comments are // to the end of the line and /* ... */. Values are words or
-// double-quoted strings. The flag is one of required, requisite,
-// sufficient, optional (any case). ${property} expansion is not done.
-func ParseJAAS(text string) (JAAS, error) {
-	toks, err := tokenize(text)
-	if err != nil {
-		return nil, err
-	}
-	p := &jaasParser{toks: toks}
+// as the JDK reads it. Comments are // and /* */ (and a lone '/' starts a
+// comment to the end of the line). Names, classes, flags, keys and values
+// are words (letters, digits, and . - _ $ *, not starting with a digit, '.'
+// or '-') or double-quoted strings (Java escapes; a string ends at the end
+// of its line). An unquoted number is an error. The flag is required,
+// requisite, sufficient or optional (any case). ${property} in a value is
+// expanded with props; a value that expands to nothing is an error. A
+// section name given twice is an error.
+func ParseJAASWith(text string, props Properties) (JAAS, error) {
+	p := &jaasParser{lex: jaasLexer{s: text, line: 1}, props: props}
+	p.advance()
 	cfg := JAAS{}
-	for !p.done() {
+	for p.tok.kind != tokEOF {
+		line := p.tok.line
 		name, modules, err := p.section()
 		if err != nil {
 			return nil, err
 		}
-		cfg[name] = append(cfg[name], modules...)
+		if _, dup := cfg[name]; dup {
+			return nil, fmt.Errorf("%w: line %d: section %s is given twice", ErrJAASSyntax, line, name)
+		}
+		cfg[name] = modules
 	}
 	return cfg, nil
 }
@@ -86,179 +203,110 @@ func (j JAAS) Users(section string) map[string]string {
 	return users
 }
 
-// token is one lexical unit: a word, a quoted string, or one of { } ; =.
-type token struct {
-	text   string
-	quoted bool
-	line   int
-}
-
-// tokenize splits JAAS text into tokens, dropping comments.
-func tokenize(s string) ([]token, error) {
-	var toks []token
-	line := 1
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\n':
-			line++
-			i++
-		case c == ' ' || c == '\t' || c == '\r' || c == '\f':
-			i++
-		case strings.HasPrefix(s[i:], "//"):
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-		case strings.HasPrefix(s[i:], "/*"):
-			end := strings.Index(s[i+2:], "*/")
-			if end < 0 {
-				return nil, fmt.Errorf("%w: line %d: unterminated comment", ErrJAASSyntax, line)
-			}
-			line += strings.Count(s[i:i+2+end], "\n")
-			i += end + 4
-		case c == '"':
-			text, n, err := quoted(s[i:])
-			if err != nil {
-				return nil, fmt.Errorf("%w: line %d: %w", ErrJAASSyntax, line, err)
-			}
-			toks = append(toks, token{text: text, quoted: true, line: line})
-			line += strings.Count(s[i:i+n], "\n")
-			i += n
-		case strings.ContainsRune("{};=", rune(c)):
-			toks = append(toks, token{text: string(c), line: line})
-			i++
-		default:
-			j := i
-			for j < len(s) && !strings.ContainsRune("{};=\" \t\r\n\f", rune(s[j])) && !strings.HasPrefix(s[j:], "//") && !strings.HasPrefix(s[j:], "/*") {
-				j++
-			}
-			toks = append(toks, token{text: s[i:j], line: line})
-			i = j
-		}
-	}
-	return toks, nil
-}
-
-// quoted reads a double-quoted string at the start of s, with backslash
-// escapes, and returns its value and the bytes it spans.
-func quoted(s string) (string, int, error) {
-	var b strings.Builder
-	for i := 1; i < len(s); i++ {
-		switch s[i] {
-		case '"':
-			return b.String(), i + 1, nil
-		case '\\':
-			if i+1 < len(s) {
-				i++
-			}
-			b.WriteByte(s[i])
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return "", 0, errors.New("unterminated quoted string")
-}
-
-// jaasParser walks the tokens of a JAAS file.
+// jaasParser is ConfigFile's recursive descent over the lexer's tokens,
+// with one token of look-ahead in tok.
 type jaasParser struct {
-	toks []token
-	pos  int
+	lex   jaasLexer
+	props Properties
+	tok   jaasToken
 }
 
-func (p *jaasParser) done() bool { return p.pos >= len(p.toks) }
+// advance reads the next token into tok.
+func (p *jaasParser) advance() { p.tok = p.lex.next() }
 
-// next returns the next token, or an error at the end of the input.
-func (p *jaasParser) next(what string) (token, error) {
-	if p.done() {
-		return token{}, fmt.Errorf("%w: unexpected end of file, expected %s", ErrJAASSyntax, what)
-	}
-	t := p.toks[p.pos]
-	p.pos++
-	return t, nil
-}
+// isPunct reports whether the look-ahead is the punctuation c.
+func (p *jaasParser) isPunct(c rune) bool { return p.tok.kind == tokPunct && p.tok.punct == c }
 
-// expect consumes a punctuation token.
-func (p *jaasParser) expect(punct string) error {
-	t, err := p.next(punct)
-	if err != nil {
-		return err
+// expect consumes the punctuation c.
+func (p *jaasParser) expect(c rune) error {
+	if !p.isPunct(c) {
+		return p.unexpected(fmt.Sprintf("%q", c))
 	}
-	if t.quoted || t.text != punct {
-		return fmt.Errorf("%w: line %d: expected %q, found %q", ErrJAASSyntax, t.line, punct, t.text)
-	}
+	p.advance()
 	return nil
 }
 
-// word consumes a bare word (not punctuation).
-func (p *jaasParser) word(what string) (token, error) {
-	t, err := p.next(what)
-	if err != nil {
-		return t, err
+// text consumes a word or a quoted string.
+func (p *jaasParser) text(what string) (string, error) {
+	if p.tok.kind != tokWord && p.tok.kind != tokQuoted {
+		return "", p.unexpected(what)
 	}
-	if !t.quoted && strings.Contains("{};=", t.text) {
-		return t, fmt.Errorf("%w: line %d: expected %s, found %q", ErrJAASSyntax, t.line, what, t.text)
+	s := p.tok.text
+	p.advance()
+	return s, nil
+}
+
+// unexpected is the error for a look-ahead that is not what.
+func (p *jaasParser) unexpected(what string) error {
+	if p.tok.kind == tokEOF {
+		return fmt.Errorf("%w: expected %s, found the end of the file", ErrJAASSyntax, what)
 	}
-	return t, nil
+	return fmt.Errorf("%w: line %d: expected %s, found %s", ErrJAASSyntax, p.tok.line, what, p.tok)
 }
 
 // section parses Name { modules } ;
 func (p *jaasParser) section() (string, []LoginModule, error) {
-	name, err := p.word("a section name")
+	name, err := p.text("a section name")
 	if err != nil {
 		return "", nil, err
 	}
-	if err := p.expect("{"); err != nil {
+	if err := p.expect('{'); err != nil {
 		return "", nil, err
 	}
 	var modules []LoginModule
-	for {
-		if !p.done() && p.toks[p.pos].text == "}" && !p.toks[p.pos].quoted {
-			p.pos++
-			break
-		}
+	for !p.isPunct('}') {
 		m, err := p.module()
 		if err != nil {
 			return "", nil, err
 		}
 		modules = append(modules, m)
 	}
-	if err := p.expect(";"); err != nil {
+	p.advance()
+	if err := p.expect(';'); err != nil {
 		return "", nil, err
 	}
-	return name.text, modules, nil
+	return name, modules, nil
 }
 
 // module parses class flag name=value ... ;
 func (p *jaasParser) module() (LoginModule, error) {
-	class, err := p.word("a login module class")
+	class, err := p.text("a login module class")
 	if err != nil {
 		return LoginModule{}, err
 	}
-	flag, err := p.word("a control flag")
+	line := p.tok.line
+	flag, err := p.text("a control flag")
 	if err != nil {
 		return LoginModule{}, err
 	}
-	switch strings.ToLower(flag.text) {
+	switch strings.ToLower(flag) {
 	case "required", "requisite", "sufficient", "optional":
 	default:
-		return LoginModule{}, fmt.Errorf("%w: line %d: bad control flag %q", ErrJAASSyntax, flag.line, flag.text)
+		return LoginModule{}, fmt.Errorf("%w: line %d: invalid control flag %q", ErrJAASSyntax, line, flag)
 	}
-	m := LoginModule{Class: class.text, Flag: strings.ToLower(flag.text), Options: map[string]string{}}
-	for {
-		t, err := p.next("an option or ';'")
+	m := LoginModule{Class: class, Flag: strings.ToLower(flag), Options: map[string]string{}}
+	for !p.isPunct(';') {
+		key, err := p.text("an option name or ';'")
 		if err != nil {
 			return m, err
 		}
-		if !t.quoted && t.text == ";" {
-			return m, nil
-		}
-		if err := p.expect("="); err != nil {
+		if err := p.expect('='); err != nil {
 			return m, err
 		}
-		v, err := p.word("an option value")
+		line := p.tok.line
+		raw, err := p.text("an option value")
 		if err != nil {
 			return m, err
 		}
-		m.Options[t.text] = v.text
+		v, err := p.props.Expand(raw)
+		if err != nil {
+			return m, fmt.Errorf("%w: line %d: option %s: %w", ErrJAASSyntax, line, key, err)
+		}
+		if raw != "" && v == "" {
+			return m, fmt.Errorf("%w: line %d: option %s: %q expands to an empty value", ErrJAASSyntax, line, key, raw)
+		}
+		m.Options[key] = v
 	}
+	p.advance()
+	return m, nil
 }

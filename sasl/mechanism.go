@@ -3,6 +3,7 @@ package sasl
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 )
 
@@ -23,6 +24,9 @@ type Mechanism interface {
 	Complete() bool
 	// AuthenticationID is the authenticated user once Complete.
 	AuthenticationID() string
+	// AuthorizationID is the id the client asked to act as ("" when it
+	// sent none), once Complete. NameRules.Identity decides what it gets.
+	AuthorizationID() string
 }
 
 // Factory starts a Mechanism for a new exchange.
@@ -39,6 +43,9 @@ type Options struct {
 	// Krb5Config is java.security.krb5.conf ("" = DefaultKrb5Conf if it
 	// loads).
 	Krb5Config string
+	// Krb5Realm is java.security.krb5.realm: when set, the default realm
+	// instead of krb5.conf's default_realm.
+	Krb5Realm string
 }
 
 // Setup is what a JAAS configuration gives the server.
@@ -74,6 +81,10 @@ func NewFactory(j JAAS, opts Options) (Setup, error) {
 	for _, m := range modules {
 		if m.Class != Krb5LoginModule {
 			continue
+		}
+		if p := m.Options["principal"]; opts.Krb5Realm != "" && p != "" && !strings.Contains(p, "@") {
+			m.Options = maps.Clone(m.Options)
+			m.Options["principal"] = p + "@" + opts.Krb5Realm
 		}
 		k, err := LoadKerberos(m, opts.Krb5Config)
 		if err != nil {
@@ -128,30 +139,10 @@ func (c *chooser) AuthenticationID() string {
 	return c.m.AuthenticationID()
 }
 
-// NameRules turn an authenticated principal into the id of the sasl scheme,
-// as ZooKeeper's SaslServerCallbackHandler does with
-// zookeeper.kerberos.removeHostFromPrincipal and removeRealmFromPrincipal.
-// Kerberos auth_to_local rules are not applied: the short name is the part
-// before any '/' or '@'.
-type NameRules struct {
-	RemoveHost  bool
-	RemoveRealm bool
-}
-
-// AuthorizationID is the canonical name of principal (user[/host][@realm]).
-func (r NameRules) AuthorizationID(principal string) string {
-	rest, realm, hasRealm := strings.Cut(principal, "@")
-	user, host, hasHost := strings.Cut(rest, "/")
-	if !hasRealm {
-		// ZooKeeper's KerberosName takes a name without a realm whole.
-		return principal
+// AuthorizationID is the chosen mechanism's requested authorization id.
+func (c *chooser) AuthorizationID() string {
+	if c.m == nil {
+		return ""
 	}
-	id := user
-	if hasHost && !r.RemoveHost {
-		id += "/" + host
-	}
-	if !r.RemoveRealm {
-		id += "@" + realm
-	}
-	return id
+	return c.m.AuthorizationID()
 }

@@ -21,9 +21,12 @@ type Operator interface {
 	// Stop runs first in Close, also when Start did not run or failed.
 	Stop()
 	// FourLetterWord writes the reply to cmd, a four-letter word the
-	// client port recognised (detection is the server's); in is the rest
-	// of the connection's input (stmk reads its mask from it).
-	FourLetterWord(cmd string, in io.Reader, out io.Writer)
+	// client port recognised (detection is the server's); secure says it
+	// came on secureClientPort (cons and stat list that port's
+	// connections, as ZooKeeper lists the connections of the factory that
+	// received the command); in is the rest of the connection's input
+	// (stmk reads its mask from it).
+	FourLetterWord(cmd string, secure bool, in io.Reader, out io.Writer)
 	// ObserveRequest records one answered request and its latency.
 	ObserveRequest(op jute.OpCode, d time.Duration)
 	// ObserveLogSync records one fsync of the log.
@@ -48,18 +51,19 @@ type AuditRecord struct {
 // noOperator is the Operator of a server given none.
 type noOperator struct{}
 
-func (noOperator) Start(*Server) error                         { return nil }
-func (noOperator) Stop()                                       {}
-func (noOperator) FourLetterWord(string, io.Reader, io.Writer) {}
-func (noOperator) ObserveRequest(jute.OpCode, time.Duration)   {}
-func (noOperator) ObserveLogSync(time.Duration)                {}
-func (noOperator) Audit(AuditRecord)                           {}
+func (noOperator) Start(*Server) error                               { return nil }
+func (noOperator) Stop()                                             {}
+func (noOperator) FourLetterWord(string, bool, io.Reader, io.Writer) {}
+func (noOperator) ObserveRequest(jute.OpCode, time.Duration)         {}
+func (noOperator) ObserveLogSync(time.Duration)                      {}
+func (noOperator) Audit(AuditRecord)                                 {}
 
 // runFourLetterWord queues a command's text reply; the connection is
 // closed by the caller afterwards.
 func (c *conn) runFourLetterWord(cmd string) {
 	var b bytes.Buffer
-	c.s.operator.FourLetterWord(cmd, c.br, &b)
+	sc, secure := c.nc.(*secureConn)
+	c.s.operator.FourLetterWord(cmd, secure && !sc.unified, c.br, &b)
 	c.out.push(b.Bytes())
 }
 

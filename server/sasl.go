@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -33,8 +34,12 @@ type saslSetup struct {
 // must name registered providers, as ZooKeeper requires at startup.
 func newSASLSetup(cfg conf.Config, reg *acl.Registry, logger *slog.Logger) (saslSetup, error) {
 	c := cfg.SASL
+	names, err := newNameRules(c)
+	if err != nil {
+		return saslSetup{}, err
+	}
 	st := saslSetup{
-		names:       sasl.NameRules{RemoveHost: c.RemoveHostFromPrincipal, RemoveRealm: c.RemoveRealmFromPrincipal},
+		names:       names,
 		superUsers:  c.SuperUsers,
 		allowFailed: c.AllowFailedClients,
 		enforced:    c.EnforcedSchemes(),
@@ -48,11 +53,16 @@ func newSASLSetup(cfg conf.Config, reg *acl.Registry, logger *slog.Logger) (sasl
 	if c.JAASConfigFile == "" {
 		return st, nil
 	}
-	j, err := sasl.LoadJAAS(c.JAASConfigFile)
+	props := sasl.JavaProperties(c.JVMProperties)
+	path, err := sasl.ResolveJAASPath(c.JAASConfigFile, props)
+	if err != nil {
+		return saslSetup{}, fmt.Errorf("server: %w", err)
+	}
+	j, err := sasl.LoadJAASWith(path, props)
 	if err != nil {
 		return saslSetup{}, fmt.Errorf("server: java.security.auth.login.config: %w", err)
 	}
-	setup, err := sasl.NewFactory(j, sasl.Options{Section: c.ServerSection, SuperPassword: c.SuperPassword, Krb5Config: c.Krb5ConfigFile})
+	setup, err := sasl.NewFactory(j, sasl.Options{Section: c.ServerSection, SuperPassword: c.SuperPassword, Krb5Config: c.Krb5ConfigFile, Krb5Realm: c.Krb5Realm})
 	if err != nil {
 		return saslSetup{}, fmt.Errorf("server: java.security.auth.login.config %s: %w", c.JAASConfigFile, err)
 	}
@@ -67,6 +77,24 @@ func newSASLSetup(cfg conf.Config, reg *acl.Registry, logger *slog.Logger) (sasl
 	logger.Info("SASL login on the client port", attrs...)
 	st.mechanism = setup.Factory
 	return st, nil
+}
+
+// newNameRules reads zookeeper.security.auth_to_local and the Kerberos
+// default realm its DEFAULT rule maps.
+func newNameRules(c conf.SASL) (sasl.NameRules, error) {
+	rules, err := sasl.ParseAuthToLocal(c.AuthToLocal)
+	if err != nil {
+		return sasl.NameRules{}, fmt.Errorf("server: zookeeper.security.auth_to_local: %w", err)
+	}
+	realm, loaded := sasl.DefaultRealm(c.Krb5ConfigFile)
+	if c.Krb5Realm != "" {
+		realm, loaded = c.Krb5Realm, true
+	}
+	if !loaded && c.RequireKerberosConfig {
+		return sasl.NameRules{}, fmt.Errorf("server: zookeeper.requireKerberosConfig: the Kerberos configuration %q does not load", cmp.Or(c.Krb5ConfigFile, sasl.DefaultKrb5Conf))
+	}
+	return sasl.NameRules{RemoveHost: c.RemoveHostFromPrincipal, RemoveRealm: c.RemoveRealmFromPrincipal,
+		Rules: rules, DefaultRealm: realm}, nil
 }
 
 // handleSASL processes a sasl request on the reader goroutine, which owns
@@ -94,7 +122,15 @@ func (c *conn) handleSASL(xid int32, d *jute.Decoder, now time.Time) bool {
 		return c.saslFailed(xid, err, now)
 	}
 	if c.saslMech.Complete() {
-		c.saslAuthenticated(c.saslMech.AuthenticationID())
+		id, err := st.names.Identity(c.saslMech.AuthenticationID(), c.saslMech.AuthorizationID())
+		if id == "" {
+			return c.saslFailed(xid, fmt.Errorf("%w: %w", sasl.ErrFailed, err), now)
+		}
+		if err != nil {
+			// ZooKeeper logs this too and keeps the name unmapped.
+			c.log.Warn("SASL name not mapped by the auth_to_local rules; using it whole", "err", err)
+		}
+		c.saslAuthenticated(id)
 	}
 	c.replySASL(xid, jute.OK, out, now)
 	return true
@@ -102,8 +138,7 @@ func (c *conn) handleSASL(xid int32, d *jute.Decoder, now time.Time) bool {
 
 // saslAuthenticated gives the connection sasl:ID, and super: when ID is a
 // configured super user.
-func (c *conn) saslAuthenticated(user string) {
-	id := c.s.sasl.names.AuthorizationID(user)
+func (c *conn) saslAuthenticated(id string) {
 	ids := []jute.ID{{Scheme: acl.SchemeSASL, ID: id}}
 	super := slices.Contains(c.s.sasl.superUsers, id)
 	if super {

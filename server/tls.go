@@ -24,13 +24,17 @@ import (
 // from a verified client certificate.
 
 // tlsReloadInterval is how often the keystore files are checked for
-// changes.
+// changes (with client.certReload).
 const tlsReloadInterval = time.Second
 
-// newClientTLS builds the client port's TLS configuration when one is
-// configured (nil otherwise), and registers the x509 provider when no
+// newClientTLS logs the security keys accepted but not acted on, builds
+// the client port's TLS configuration when one is configured (nil
+// otherwise), and registers the x509 provider when no
 // authProvider.N gave one, as ZooKeeper does for a TLS client port.
 func newClientTLS(cfg conf.Config, reg *acl.Registry, logger *slog.Logger) (*tlsconf.Reloader, error) {
+	for _, line := range cfg.IgnoredSecurityKeys() {
+		logger.Info("security configuration", "note", line)
+	}
 	if !cfg.TLSEnabled() {
 		return nil, nil
 	}
@@ -64,7 +68,7 @@ func newClientTLS(cfg conf.Config, reg *acl.Registry, logger *slog.Logger) (*tls
 // listenClients opens the client listeners: clientPort (plaintext, or
 // unified when client.portUnification is set) unless only
 // secureClientPort is configured, and secureClientPort. It also starts
-// the keystore reloader.
+// the keystore reloader when client.certReload is set.
 func (s *Server) listenClients(ctx context.Context) (net.Listener, error) {
 	var lns []net.Listener
 	closeAll := func() {
@@ -93,7 +97,12 @@ func (s *Server) listenClients(ctx context.Context) (net.Listener, error) {
 		s.log.Info("secure client port open", "addr", ln.Addr().String())
 	}
 	if s.clientTLS != nil {
-		s.goAndTrack(func() { s.clientTLS.Run(s.ctx, tlsReloadInterval) })
+		// As ZooKeeper's NettyServerCnxnFactory: files are watched only
+		// with zookeeper.client.certReload=true.
+		s.log.Info("client TLS certificate reload", "zookeeper.client.certReload", s.cfg.SSL.CertReload)
+		if s.cfg.SSL.CertReload {
+			s.goAndTrack(func() { s.clientTLS.Run(s.ctx, tlsReloadInterval) })
+		}
 	}
 	if len(lns) == 1 {
 		return lns[0], nil

@@ -73,6 +73,7 @@ func (s *Server) ResetStats() { s.stats.reset() }
 // ConnectionStats describes one client connection as cons shows it.
 type ConnectionStats struct {
 	Remote      string // the client's address
+	Secure      bool   // accepted on secureClientPort (not a unified clientPort)
 	SessionID   int64  // 0 before the session is established
 	Queued      int    // requests in the pipeline
 	Received    int64  // packets received
@@ -108,8 +109,10 @@ func (s *Server) ResetConnectionStats() {
 
 // stats reads the connection's counters.
 func (c *conn) stats() ConnectionStats {
+	sc, secure := c.nc.(*secureConn)
 	return ConnectionStats{
 		Remote:      c.nc.RemoteAddr().String(),
+		Secure:      secure && !sc.unified,
 		SessionID:   c.sessionID.Load(),
 		Queued:      len(c.queue),
 		Received:    c.recv.Load(),

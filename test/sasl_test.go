@@ -72,6 +72,12 @@ func md5raw(s string) string { sum := md5.Sum([]byte(s)); return string(sum[:]) 
 // header of the reply to the response.
 func digestLogin(t *testing.T, r *rawClient, user, password string) (jute.ReplyHeader, time.Duration) {
 	t.Helper()
+	return digestLoginAs(t, r, user, password, user)
+}
+
+// digestLoginAs is digestLogin with the authorization id authzid.
+func digestLoginAs(t *testing.T, r *rawClient, user, password, authzid string) (jute.ReplyHeader, time.Duration) {
+	t.Helper()
 	h, challenge, _ := saslCall(t, r, []byte{})
 	if h.Err != jute.OK || h.Zxid != 0 {
 		t.Fatalf("first sasl reply %+v, want OK with zxid 0", h)
@@ -90,12 +96,12 @@ func digestLogin(t *testing.T, r *rawClient, user, password string) (jute.ReplyH
 		t.Fatalf("challenge %q: want a nonce and realm zk-sasl-md5", challenge)
 	}
 	const cnonce, uri = "Y2xpZW50bm9uY2U=", "zookeeper/zk-sasl-md5"
-	ha1 := md5hex(md5raw(user+":"+realm+":"+password) + ":" + nonce + ":" + cnonce + ":" + user)
+	ha1 := md5hex(md5raw(user+":"+realm+":"+password) + ":" + nonce + ":" + cnonce + ":" + authzid)
 	digest := func(a2 string) string {
 		return md5hex(ha1 + ":" + nonce + ":00000001:" + cnonce + ":auth:" + md5hex(a2))
 	}
 	resp := fmt.Sprintf(`charset=utf-8,username="%s",realm="%s",nonce="%s",nc=00000001,cnonce="%s",digest-uri="%s",maxbuf=65536,response=%s,qop=auth,authzid="%s"`,
-		user, realm, nonce, cnonce, uri, digest("AUTHENTICATE:"+uri), user)
+		user, realm, nonce, cnonce, uri, digest("AUTHENTICATE:"+uri), authzid)
 	h, final, took := saslCall(t, r, []byte(resp))
 	if h.Err == jute.OK && final != nil && string(final) != "rspauth="+digest(":"+uri) {
 		t.Errorf("rspauth %q, want %q", final, "rspauth="+digest(":"+uri))
@@ -154,6 +160,15 @@ func TestSASLDigestLogin(t *testing.T) {
 	}
 	if code := read(super); code != jute.OK {
 		t.Errorf("super reads /s: %v", code)
+	}
+	// As in ZooKeeper, the authorization id a client asks for is ignored:
+	// bob asking to act as super is bob.
+	asSuper := saslSession(t, addr)
+	if h, _ := digestLoginAs(t, asSuper, "bob", "bobsecret", "super"); h.Err != jute.OK {
+		t.Fatalf("bob's login with authzid super: %v", h.Err)
+	}
+	if info := aclWhoAmI(t, asSuper); !hasID(info, "sasl", "bob") || hasID(info, "super", "") || hasID(info, "sasl", "super") {
+		t.Errorf("whoAmI after bob's login as super = %+v, want sasl:bob only", info)
 	}
 }
 
@@ -280,6 +295,10 @@ func TestSASLConfigErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "JAAS syntax"},
+		{"bad auth_to_local", func(c *conf.Config) { c.SASL.AuthToLocal = "RULE:[x:$1]" }, "auth_to_local"},
+		{"required Kerberos configuration missing", func(c *conf.Config) {
+			c.SASL.RequireKerberosConfig, c.SASL.Krb5ConfigFile = true, filepath.Join(t.TempDir(), "absent-krb5.conf")
+		}, "requireKerberosConfig"},
 	}
 	for _, tt := range tests {
 		cfg := saslConfig(t, nil)
@@ -291,5 +310,56 @@ func TestSASLConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: server.New error %v, want one mentioning %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestSASLJAASProperties: the JAAS file's ${...} take -D properties, and
+// java.security.auth.login.config may be "=file:..." as for a JVM.
+func TestSASLJAASProperties(t *testing.T) {
+	cfg := saslConfig(t, nil)
+	dir := t.TempDir()
+	jaas := filepath.Join(dir, "jaas.conf")
+	text := "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_bob=\"${bob.password}\";\n};\n"
+	if err := os.WriteFile(jaas, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.SASL.JAASConfigFile = "=file:${zk.conf.dir}/jaas.conf"
+	cfg.SASL.JVMProperties = map[string]string{"bob.password": "from-jvmflags", "zk.conf.dir": dir}
+	srv := startServer(t, cfg)
+	bob := saslSession(t, srv.Addr().String())
+	if h, _ := digestLogin(t, bob, "bob", "from-jvmflags"); h.Err != jute.OK {
+		t.Fatalf("bob's login with the password from ${bob.password}: %v", h.Err)
+	}
+	if info := aclWhoAmI(t, bob); !hasID(info, "sasl", "bob") {
+		t.Errorf("whoAmI = %+v, want sasl:bob", info)
+	}
+}
+
+// TestSASLUnmappedName: a user name that no auth_to_local rule maps keeps
+// its whole name (as ZooKeeper does), and is refused if it asks for
+// another authorization id (which ZooKeeper would grant).
+func TestSASLUnmappedName(t *testing.T) {
+	cfg := saslConfig(t, nil)
+	dir := t.TempDir()
+	jaas, krb5 := filepath.Join(dir, "jaas.conf"), filepath.Join(dir, "krb5.conf")
+	text := "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  \"user_amy@OTHER.COM\"=\"pw\";\n};\n"
+	if err := os.WriteFile(jaas, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(krb5, []byte("[libdefaults]\n default_realm = EXAMPLE.COM\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.SASL.JAASConfigFile, cfg.SASL.Krb5ConfigFile, cfg.SASL.RemoveRealmFromPrincipal = jaas, krb5, true
+	srv := startServer(t, cfg)
+	amy := saslSession(t, srv.Addr().String())
+	if h, _ := digestLogin(t, amy, "amy@OTHER.COM", "pw"); h.Err != jute.OK {
+		t.Fatalf("amy's login: %v", h.Err)
+	}
+	if info := aclWhoAmI(t, amy); !hasID(info, "sasl", "amy@OTHER.COM") {
+		t.Errorf("whoAmI = %+v, want sasl:amy@OTHER.COM (unmapped, realm kept)", info)
+	}
+	asSuper := saslSession(t, srv.Addr().String())
+	if h, _ := digestLoginAs(t, asSuper, "amy@OTHER.COM", "pw", "super"); h.Err != jute.AuthFailed {
+		t.Errorf("unmapped amy asking to act as super: %v, want AuthFailed", h.Err)
 	}
 }

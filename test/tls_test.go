@@ -5,9 +5,14 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +24,7 @@ import (
 	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/ops"
 	"github.com/zkserverd/zkserverd/server/servertest"
 	"github.com/zkserverd/zkserverd/tlsconf/tlstest"
 )
@@ -59,6 +65,12 @@ var (
 // truststore; mutate adjusts the configuration (ports, keys) before start.
 func startTLSServer(t *testing.T, mutate func(*conf.Config)) (*server.Server, *tlsEnv) {
 	t.Helper()
+	return startTLSServerWith(t, nil, mutate)
+}
+
+// startTLSServerWith is startTLSServer with the operator surfaces op.
+func startTLSServerWith(t *testing.T, op server.Operator, mutate func(*conf.Config)) (*server.Server, *tlsEnv) {
+	t.Helper()
 	env := &tlsEnv{dir: t.TempDir(), ca: tlstest.NewCA(t, "zk test CA"), logs: &logCapture{t: t}}
 	env.server = env.ca.Issue(t, pkix.Name{CommonName: "zkserverd"}, tlstest.Options{})
 	cfg := testConfig(t, t.TempDir())
@@ -66,7 +78,7 @@ func startTLSServer(t *testing.T, mutate func(*conf.Config)) (*server.Server, *t
 	cfg.SSL.TrustStore = conf.Store{Location: tlstest.WriteFile(t, env.dir, "ca.pem", tlstest.PEMTrustStore(env.ca))}
 	mutate(&cfg)
 	logger := slog.New(slog.NewTextHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return servertest.Start(t, server.Options{Config: cfg, Logger: logger}), env
+	return servertest.Start(t, server.Options{Config: cfg, Logger: logger, Operator: op}), env
 }
 
 // secureOnly configures a TLS port and no plaintext port.
@@ -275,27 +287,52 @@ func TestTLSX509ACL(t *testing.T) {
 	}
 }
 
-func TestTLSReloadsKeystore(t *testing.T) {
-	s, env := startTLSServer(t, secureOnly(t))
-	addr := s.SecureAddr().String()
-	leaf := func() string {
-		c, err := tls.Dial("tcp", addr, env.clientConfig(env.client(t, aliceName)))
-		if err != nil {
-			t.Fatalf("dial: %v", err)
-		}
-		defer c.Close()
-		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+// TestTLSCertReload: with client.certReload the renewed keystore is served
+// to new connections; without it (ZooKeeper's default) the certificate of
+// the start stays, whatever the files say.
+func TestTLSCertReload(t *testing.T) {
+	for _, reload := range []bool{true, false} {
+		t.Run(fmt.Sprintf("certReload=%v", reload), func(t *testing.T) {
+			s, env := startTLSServer(t, func(c *conf.Config) {
+				secureOnly(t)(c)
+				c.SSL.CertReload = reload
+			})
+			addr := s.SecureAddr().String()
+			leaf := func() string {
+				c, err := tls.Dial("tcp", addr, env.clientConfig(env.client(t, aliceName)))
+				if err != nil {
+					t.Fatalf("dial: %v", err)
+				}
+				defer c.Close()
+				return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+			}
+			if got := leaf(); got != "zkserverd" {
+				t.Fatalf("server certificate %q, want zkserverd", got)
+			}
+			next := env.ca.Issue(t, pkix.Name{CommonName: "zkserverd-renewed"}, tlstest.Options{})
+			tlstest.WriteFile(t, env.dir, "server.p12", next.PKCS12KeyStore(t, "secret"))
+			if reload {
+				testutil.Eventually(t, 10*time.Second, "the renewed certificate served", func() bool { return leaf() == "zkserverd-renewed" })
+				if !env.logs.has("TLS key or trust store reloaded") {
+					t.Fatal("no log line for the reload")
+				}
+			} else {
+				// The reloader checks every second: three periods
+				// without a change show it is not running.
+				time.Sleep(3 * time.Second)
+				if got := leaf(); got != "zkserverd" {
+					t.Fatalf("server certificate %q after the file changed, want zkserverd (no reload)", got)
+				}
+				if env.logs.has("reloaded") {
+					t.Fatal("a reload was logged with client.certReload off")
+				}
+			}
+			if !env.logs.has("zookeeper.client.certReload=" + fmt.Sprint(reload)) {
+				t.Error("no log line naming zookeeper.client.certReload")
+			}
+			connectTLS(t, addr, env.clientConfig(env.client(t, bobName)))
+		})
 	}
-	if got := leaf(); got != "zkserverd" {
-		t.Fatalf("server certificate %q, want zkserverd", got)
-	}
-	next := env.ca.Issue(t, pkix.Name{CommonName: "zkserverd-renewed"}, tlstest.Options{})
-	tlstest.WriteFile(t, env.dir, "server.p12", next.PKCS12KeyStore(t, "secret"))
-	testutil.Eventually(t, 10*time.Second, "the renewed certificate served", func() bool { return leaf() == "zkserverd-renewed" })
-	if !env.logs.has("TLS key or trust store reloaded") {
-		t.Fatal("no log line for the reload")
-	}
-	connectTLS(t, addr, env.clientConfig(env.client(t, bobName)))
 }
 
 // logCapture keeps a server's log lines for assertions and passes them to
@@ -334,4 +371,109 @@ func (l *logCapture) has(parts ...string) bool {
 		}
 	}
 	return false
+}
+
+// TestTLSOperatorViews: conf shows the bound secure port (and clientPort
+// -1 without a plaintext port), and the AdminServer lists the
+// connections of secureClientPort under secure_connections, as ZooKeeper
+// lists each connection factory's.
+func TestTLSOperatorViews(t *testing.T) {
+	op := ops.New(ops.Options{})
+	s, env := startTLSServerWith(t, op, func(c *conf.Config) {
+		c.SecureClientPort, c.SecureClientPortAddress = freePort(t), "127.0.0.1"
+	})
+	plainPort, securePort := s.Addr().(*net.TCPAddr).Port, s.SecureAddr().(*net.TCPAddr).Port
+	secure := connectTLS(t, s.SecureAddr().String(), env.clientConfig(env.client(t, aliceName)))
+	plain := dialRaw(t, s.Addr().String())
+	plainSession, err := plain.handshake(jute.ConnectRequest{TimeOut: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	confText, err := testutil.FourLetter(s.Addr().String(), "conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{fmt.Sprintf("clientPort=%d\n", plainPort), fmt.Sprintf("secureClientPort=%d\n", securePort)} {
+		if !strings.Contains(confText, want) {
+			t.Errorf("conf lacks %q:\n%s", want, confText)
+		}
+	}
+	// cons lists the connections of the port it is asked on.
+	plainSid, secureSid := fmt.Sprintf("sid=0x%x,", plainSession.SessionID), fmt.Sprintf("sid=0x%x,", secure.SessionID())
+	plainCons, err := testutil.FourLetter(s.Addr().String(), "cons")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plainCons, plainSid) || strings.Contains(plainCons, secureSid) {
+		t.Errorf("cons on clientPort:\n%s\nwant %s and not %s", plainCons, plainSid, secureSid)
+	}
+	if secureCons := fourLetterTLS(t, s.SecureAddr().String(), env.clientConfig(env.client(t, aliceName)), "cons"); !strings.Contains(secureCons, secureSid) || strings.Contains(secureCons, plainSid) {
+		t.Errorf("cons on secureClientPort:\n%s\nwant %s and not %s", secureCons, secureSid, plainSid)
+	}
+	type adminConn struct {
+		SessionID int64 `json:"session_id"`
+	}
+	var conns struct {
+		Connections []adminConn `json:"connections"`
+		Secure      []adminConn `json:"secure_connections"`
+	}
+	adminJSON(t, op, "connections", &conns)
+	// The four-letter word connections above may still be listed (with
+	// session 0) until the server has closed them.
+	sessions := func(list []adminConn) []int64 {
+		var out []int64
+		for _, c := range list {
+			if c.SessionID != 0 {
+				out = append(out, c.SessionID)
+			}
+		}
+		return out
+	}
+	if p, sc := sessions(conns.Connections), sessions(conns.Secure); !slices.Equal(p, []int64{plainSession.SessionID}) || !slices.Equal(sc, []int64{secure.SessionID()}) {
+		t.Errorf("connections %+v, want the plaintext session %#x and the secure session %#x", conns, plainSession.SessionID, secure.SessionID())
+	}
+
+	secureOnlyOp := ops.New(ops.Options{})
+	s2, _ := startTLSServerWith(t, secureOnlyOp, secureOnly(t))
+	var cfgJSON struct {
+		ClientPort int `json:"client_port"`
+	}
+	adminJSON(t, secureOnlyOp, "configuration", &cfgJSON)
+	if cfgJSON.ClientPort != -1 {
+		t.Errorf("client_port %d with only secureClientPort %v, want -1", cfgJSON.ClientPort, s2.SecureAddr())
+	}
+}
+
+// adminJSON decodes the AdminServer's reply to command into out.
+func adminJSON(t *testing.T, op *ops.Surfaces, command string, out any) {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + op.AdminAddr().String() + "/commands/" + command)
+	if err != nil {
+		t.Fatalf("%s: %v", command, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(body, out); err != nil {
+		t.Fatalf("%s: %v in %s", command, err, body)
+	}
+}
+
+// fourLetterTLS sends a four-letter word over TLS and returns the reply.
+func fourLetterTLS(t *testing.T, addr string, cfg *tls.Config, cmd string) string {
+	t.Helper()
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, cfg)
+	if err != nil {
+		t.Fatalf("%s over TLS: %v", cmd, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, cmd); err != nil {
+		t.Fatalf("%s over TLS: %v", cmd, err)
+	}
+	out, err := io.ReadAll(c)
+	if err != nil && len(out) == 0 {
+		t.Fatalf("%s over TLS: %v", cmd, err)
+	}
+	return string(out)
 }

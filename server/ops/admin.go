@@ -208,15 +208,18 @@ func (o *Surfaces) adminConnectionStatReset(url.Values) (jsonObject, string) {
 }
 
 func (o *Surfaces) adminConnections(url.Values) (jsonObject, string) {
-	return jsonObject{{"connections", o.connectionInfo(false)}, {"secure_connections", jsonArray{}}}, ""
+	return jsonObject{{"connections", o.connectionInfo(false, false)}, {"secure_connections", o.connectionInfo(false, true)}}, ""
 }
 
-// connectionInfo describes every client connection; brief keeps the
-// first five fields (stats), as ZooKeeper does.
-func (o *Surfaces) connectionInfo(brief bool) jsonArray {
+// connectionInfo describes the client connections of clientPort (secure:
+// of secureClientPort), as ZooKeeper lists each connection factory's;
+// brief keeps the first five fields (stats), as ZooKeeper does.
+func (o *Surfaces) connectionInfo(brief, secure bool) jsonArray {
 	out := jsonArray{}
 	for _, c := range o.st.Connections() {
-		out = append(out, connInfo(c, brief))
+		if c.Secure == secure {
+			out = append(out, connInfo(c, brief))
+		}
 	}
 	return out
 }
@@ -433,8 +436,8 @@ func (o *Surfaces) adminServerStats(url.Values) (jsonObject, string) {
 
 func (o *Surfaces) adminStats(url.Values) (jsonObject, string) {
 	return append(o.serverStatsFields(),
-		jsonField{"connections", o.connectionInfo(true)},
-		jsonField{"secure_connections", jsonArray{}}), ""
+		jsonField{"connections", o.connectionInfo(true, false)},
+		jsonField{"secure_connections", o.connectionInfo(true, true)}), ""
 }
 
 // serverStatsFields are the fields of server_stats (srvr's data).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -403,9 +402,6 @@ func TestAdminValues(t *testing.T) {
 		t.Errorf("set_trace_mask bad argument: %v", bad)
 	}
 }
-
-// portOf returns the port of a TCP address.
-func portOf(a net.Addr) int { return a.(*net.TCPAddr).Port }
 
 // TestAdminHTTP checks routing, methods, the index and errors.
 func TestAdminHTTP(t *testing.T) {

@@ -30,7 +30,7 @@ const traceMask = 306
 
 // fourLetter renders one command. in is the rest of the asking
 // connection's input (stmk reads its mask from it).
-func (o *Surfaces) fourLetter(cmd string, w *strings.Builder, in io.Reader) {
+func (o *Surfaces) fourLetter(cmd string, secure bool, w *strings.Builder, in io.Reader) {
 	if !o.st.Serving() && !o.st.ReadOnly() {
 		switch cmd {
 		case "ruok":
@@ -52,12 +52,14 @@ func (o *Surfaces) fourLetter(cmd string, w *strings.Builder, in io.Reader) {
 	case "isro":
 		w.WriteString(o.isro())
 	case "srvr":
-		o.writeSrvr(w, false)
+		o.writeSrvr(w, false, secure)
 	case "stat":
-		o.writeSrvr(w, true)
+		o.writeSrvr(w, true, secure)
 	case "cons":
 		for _, c := range o.st.Connections() {
-			writeCons(w, c, true)
+			if c.Secure == secure {
+				writeCons(w, c, true)
+			}
 		}
 		w.WriteString("\n")
 	case "crst":
@@ -99,12 +101,16 @@ func (o *Surfaces) versionLine() string {
 	return fmt.Sprintf("%s, built on %s", server.Version, server.BuildDate)
 }
 
-func (o *Surfaces) writeSrvr(w *strings.Builder, withClients bool) {
+// writeSrvr writes srvr, or stat (withClients) with the connections of
+// the port the command came on (secure: secureClientPort).
+func (o *Surfaces) writeSrvr(w *strings.Builder, withClients, secure bool) {
 	fmt.Fprintf(w, "Zookeeper version: %s\n", o.versionLine())
 	if withClients {
 		w.WriteString("Clients:\n")
 		for _, c := range o.st.Connections() {
-			writeCons(w, c, false)
+			if c.Secure == secure {
+				writeCons(w, c, false)
+			}
 		}
 		w.WriteString("\n")
 	}
@@ -197,13 +203,31 @@ func (o *Surfaces) absDir(d string) string {
 // txnLogDir is the transaction log directory (dataLogDir/version-2).
 func (o *Surfaces) txnLogDir() string { _, d := o.st.DataDirs(); return d }
 
+// clientPort is the plaintext (or unified) client port, -1 when only
+// secureClientPort is open, as ZooKeeper shows it.
+func (o *Surfaces) clientPort() int {
+	if o.cfg.NoClientPort {
+		return -1
+	}
+	return portOf(o.st.Addr())
+}
+
+// portOf is a listener's TCP port, 0 for none.
+func portOf(a net.Addr) int {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.Port
+	}
+	return 0
+}
+
 func (o *Surfaces) writeConf(w *strings.Builder) {
 	rt := conf.Runtime{
-		ClientPort:  o.st.Addr().(*net.TCPAddr).Port,
-		DataDir:     o.absDir(o.snapDir()),
-		DataLogDir:  o.absDir(o.txnLogDir()),
-		DataDirSize: conf.DirSize(o.snapDir()),
-		DataLogSize: conf.DirSize(o.txnLogDir()),
+		ClientPort:       o.clientPort(),
+		SecureClientPort: portOf(o.st.SecureAddr()),
+		DataDir:          o.absDir(o.snapDir()),
+		DataLogDir:       o.absDir(o.txnLogDir()),
+		DataDirSize:      conf.DirSize(o.snapDir()),
+		DataLogSize:      conf.DirSize(o.txnLogDir()),
 	}
 	for _, line := range o.cfg.LinesFor(rt) {
 		w.WriteString(line)

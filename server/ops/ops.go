@@ -40,6 +40,8 @@ type State interface {
 	Config() conf.Config
 	Logger() *slog.Logger
 	Addr() net.Addr
+	// SecureAddr is secureClientPort's listener address, nil without one.
+	SecureAddr() net.Addr
 	Started() time.Time
 	Serving() bool
 	ReadOnly() bool
@@ -152,12 +154,12 @@ func (o *Surfaces) Stop() {
 
 // FourLetterWord writes a command's text reply (server.Operator): the
 // whitelist's refusal, or the command's output.
-func (o *Surfaces) FourLetterWord(cmd string, in io.Reader, out io.Writer) {
+func (o *Surfaces) FourLetterWord(cmd string, secure bool, in io.Reader, out io.Writer) {
 	var b strings.Builder
 	if !o.cfg.Allowed4LW(cmd) {
 		fmt.Fprintf(&b, "%s is not executed because it is not in the whitelist.\n", cmd)
 	} else {
-		o.fourLetter(cmd, &b, in)
+		o.fourLetter(cmd, secure, &b, in)
 	}
 	io.WriteString(out, b.String())
 }

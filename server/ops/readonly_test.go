@@ -45,6 +45,7 @@ type readOnlyState struct {
 func (s *readOnlyState) Config() conf.Config                   { return s.cfg }
 func (s *readOnlyState) Logger() *slog.Logger                  { return slog.New(slog.DiscardHandler) }
 func (s *readOnlyState) Addr() net.Addr                        { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2181} }
+func (s *readOnlyState) SecureAddr() net.Addr                  { return nil }
 func (s *readOnlyState) Started() time.Time                    { return s.started }
 func (s *readOnlyState) Serving() bool                         { return false }
 func (s *readOnlyState) ReadOnly() bool                        { return true }
@@ -74,7 +75,7 @@ func TestReadOnlyReports(t *testing.T) {
 	o.st, o.cfg, o.log = st, cfg, st.Logger()
 	ask := func(cmd string) string {
 		var b bytes.Buffer
-		o.FourLetterWord(cmd, strings.NewReader(""), &b)
+		o.FourLetterWord(cmd, false, strings.NewReader(""), &b)
 		return b.String()
 	}
 	if got := ask("isro"); got != "ro" {
@@ -124,7 +125,7 @@ func TestIsroWithoutQuorum(t *testing.T) {
 	o := New(Options{})
 	o.st, o.cfg, o.log = st, cfg, st.Logger()
 	var b bytes.Buffer
-	o.FourLetterWord("isro", strings.NewReader(""), &b)
+	o.FourLetterWord("isro", false, strings.NewReader(""), &b)
 	if b.String() != "null" {
 		t.Errorf("isro during the grace period = %q, want null", b.String())
 	}
