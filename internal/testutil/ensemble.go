@@ -52,8 +52,9 @@ type EnsembleSpec[M Member] struct {
 }
 
 // Ensemble is a cluster of members built from one EnsembleSpec, in the
-// test's process. Every running member is closed when the test ends. It
-// is driven by the test's goroutine only.
+// test's process. Every running member is closed when the test ends
+// (before the cleanups registered while it started, such as its logger's).
+// It is driven by the test's goroutine only.
 type Ensemble[M Member] struct {
 	t       testing.TB
 	spec    EnsembleSpec[M]
@@ -81,7 +82,6 @@ func NewEnsemble[M Member](t testing.TB, spec EnsembleSpec[M]) *Ensemble[M] {
 	for i := range spec.Size {
 		e.cfgs = append(e.cfgs, e.config(i))
 	}
-	t.Cleanup(e.stopAll)
 	return e
 }
 
@@ -164,7 +164,7 @@ func (e *Ensemble[M]) Running(i int) bool { return e.running[i] }
 func (e *Ensemble[M]) Member(i int) M { return e.members[i] }
 
 // Start starts member i (again, on its data directory, after Stop), and
-// fails the test if it does not start.
+// fails the test if it does not start; the test's end stops it.
 func (e *Ensemble[M]) Start(i int) {
 	e.t.Helper()
 	if e.running[i] {
@@ -181,6 +181,7 @@ func (e *Ensemble[M]) Start(i int) {
 		e.t.Fatalf("member %d start: %v", i+1, err)
 	}
 	e.members[i], e.running[i] = m, true
+	e.t.Cleanup(func() { e.Stop(i) })
 }
 
 // Stop closes member i. An in-process member cannot die harder: Stop also
@@ -199,12 +200,6 @@ func (e *Ensemble[M]) Restart(i int) {
 	e.Stop(i)
 	e.Start(i)
 	e.WaitServing(i)
-}
-
-func (e *Ensemble[M]) stopAll() {
-	for i := range e.spec.Size {
-		e.Stop(i)
-	}
 }
 
 // WaitServing waits up to 30 s until member i serves clients.

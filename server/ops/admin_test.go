@@ -666,35 +666,16 @@ func TestAdminEnsembleMatchesSamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an ensemble")
 	}
-	// Peer ports are fixed in the configuration: package ports picks them
-	// where no other test can take one before the member binds it.
-	picker := ports.ForServer()
-	freePort := func() int { return picker.Free(t) }
-	var members []conf.Server
-	for id := int64(1); id <= 3; id++ {
-		members = append(members, conf.Server{ID: id, Host: "127.0.0.1", PeerPort: freePort(), ElectionPort: freePort()})
-	}
-	var servers []*testServer
-	for _, m := range members {
-		cfg := opsConfig(t)
-		cfg.TickTime = 200
-		cfg.Servers, cfg.MyID = members, m.ID
-		servers = append(servers, startOpsServer(t, testOptions{Config: cfg, InMemory: true}))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var leader *testServer
-	for _, s := range servers {
-		if err := s.WaitServing(ctx); err != nil {
-			t.Fatalf("member %d: %v", s.cfg.MyID, err)
-		}
-		if s.Replica().IsLeader() {
-			leader = s
-		}
-	}
-	if leader == nil {
-		t.Fatal("no leader")
-	}
+	e := testutil.StartEnsemble(t, testutil.EnsembleSpec[*testServer]{Size: 3, Ports: ports.ForOps(),
+		Base: func(int) conf.Config {
+			cfg := opsConfig(t)
+			cfg.TickTime = 200
+			return cfg
+		},
+		New: func(_ int, cfg conf.Config) (*testServer, error) {
+			return newTestServer(testOptions{Config: cfg, InMemory: true, Logger: testutil.Logger(t, slog.LevelWarn)})
+		}})
+	leader := e.Member(e.Leader())
 	for _, cmd := range []string{"leader", "zabstate", "voting_view", "server_stats"} {
 		got := decodeJSON(t, cmd, adminGet(t, leader, cmd))
 		want := decodeJSON(t, cmd, readSample(t, cmd+".leader.json"))
@@ -702,7 +683,8 @@ func TestAdminEnsembleMatchesSamples(t *testing.T) {
 			t.Errorf("%s", d)
 		}
 	}
-	for _, s := range servers {
+	for i := range e.Size() {
+		s := e.Member(i)
 		got := decodeJSON(t, "leader", adminGet(t, s, "lead"))
 		if got["is_leader"] != (s == leader) || got["leader_id"] != json.Number(strconv.FormatInt(leader.cfg.MyID, 10)) {
 			t.Errorf("member %d: leader reply %v", s.cfg.MyID, got)
