@@ -31,7 +31,7 @@ func loneMember(t *testing.T) (*Server, func()) {
 			return cfg
 		},
 		New: func(_ int, cfg conf.Config) (*Server, error) {
-			return New(Options{Config: cfg, InMemory: true, Logger: testutil.Logger(t, slog.LevelWarn)})
+			return New(Options{Config: cfg, Logger: testutil.Logger(t, slog.LevelWarn)})
 		}})
 	e.Start(0)
 	return e.Member(0), func() { e.Start(1); e.Start(2) }

@@ -33,7 +33,7 @@ func checkServing(t *testing.T, s *Server, d time.Duration) {
 // TestThousandsOfIdleConnections: 2000 idle sessions stay open and
 // answer pings, and a new client is served meanwhile.
 func TestThousandsOfIdleConnections(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, Options{Config: opsConfig(t)})
 	const n = 2000
 	clients := make([]*wireClient, 0, n)
 	for range n {
@@ -58,7 +58,7 @@ func TestThousandsOfIdleConnections(t *testing.T) {
 // (pipelined); they are all registered, a new client is served, and they
 // are gone once the session's connection closes.
 func TestTwoHundredThousandWatches(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, Options{Config: opsConfig(t)})
 	w, _, err := dialWire(t, s, jute.ConnectRequest{TimeOut: 30000})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
@@ -98,7 +98,7 @@ func TestTwoHundredThousandWatches(t *testing.T) {
 // reply, and the Java client then drops the connection). The server goes
 // on serving the connection.
 func TestGetChildrenReplyOverMaxBuffer(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, Options{Config: opsConfig(t)})
 	c := opsClient(t, s)
 	if _, err := c.Create("/p", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("create /p: %v", err)
@@ -153,7 +153,7 @@ func TestGetChildrenReplyOverMaxBuffer(t *testing.T) {
 func TestAbandonedSessionsExpire(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.TickTime = 100
-	s := startOpsServer(t, Options{Config: cfg, InMemory: true})
+	s := startOpsServer(t, Options{Config: cfg})
 	const n = 1000
 	before := s.node.Sessions().Len()
 	conns := make([]net.Conn, 0, n)

@@ -3,12 +3,10 @@ package test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -25,8 +23,6 @@ import (
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
-	"github.com/zkserverd/zkserverd/server"
-	"github.com/zkserverd/zkserverd/server/ops"
 )
 
 // End-to-end watch tests (issue "Watches"). Raw clients give the exact
@@ -657,15 +653,9 @@ func TestNotificationBeforeWriteReply(t *testing.T) {
 //     registers its watcher when the reply arrives; an earlier event would
 //     be lost and the watch never fire).
 func TestEventBeforeNewDataOnRead(t *testing.T) {
-	srv, err := server.New(server.Options{Config: wConfig(t), Logger: testutil.Logger(t, slog.LevelInfo), InMemory: true, Operator: ops.New(ops.Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	addr := srv.Addr().String()
+	cfg := wConfig(t)
+	cfg.ForceSync = false // many writes; their order, not their durability, is under test
+	addr := startServer(t, cfg).Addr().String()
 	r := wOpen(t, addr, 30000)
 	r.wMust(wCreateData("/hot", "0"))
 
@@ -1478,16 +1468,7 @@ func TestSlowConsumerDisconnected(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves ~100 MB through the server")
 	}
-	cfg := wConfig(t)
-	srv, err := server.New(server.Options{Config: cfg, Logger: testutil.Logger(t, slog.LevelInfo), InMemory: true, Operator: ops.New(ops.Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	addr := srv.Addr().String()
+	addr := startServer(t, wConfig(t)).Addr().String()
 
 	// Nine nodes with ~100 KB names: one multi setting all of them is just
 	// under the 1 MiB frame limit and queues nine ~100 KB notifications.
