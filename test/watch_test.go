@@ -1121,108 +1121,8 @@ func TestSetWatchesOnReconnect(t *testing.T) {
 	}
 }
 
-// wproxy relays loopback TCP connections to a server. setDown(true) cuts
-// every relayed connection and refuses new ones until setDown(false).
-type wproxy struct {
-	ln     net.Listener
-	target string
-	wg     sync.WaitGroup
-
-	mu    sync.Mutex // guards down and conns
-	down  bool
-	conns map[net.Conn]struct{}
-}
-
-func wNewProxy(t *testing.T, target string) *wproxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &wproxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.acceptLoop()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *wproxy) addr() string { return p.ln.Addr().String() }
-
-func (p *wproxy) acceptLoop() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		if p.isDown() {
-			c.Close()
-			continue
-		}
-		s, err := net.DialTimeout("tcp", p.target, 2*time.Second)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		if !p.track(c, s) {
-			continue
-		}
-		p.wg.Add(2)
-		go p.pipe(c, s)
-		go p.pipe(s, c)
-	}
-}
-
-func (p *wproxy) isDown() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.down
-}
-
-// track registers a relayed pair, or closes it if the proxy went down.
-func (p *wproxy) track(a, b net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.down {
-		a.Close()
-		b.Close()
-		return false
-	}
-	p.conns[a] = struct{}{}
-	p.conns[b] = struct{}{}
-	return true
-}
-
-func (p *wproxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-	p.mu.Lock()
-	delete(p.conns, dst)
-	delete(p.conns, src)
-	p.mu.Unlock()
-}
-
-func (p *wproxy) setDown(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-	if down {
-		for c := range p.conns {
-			c.Close()
-		}
-	}
-}
-
-func (p *wproxy) close() {
-	p.ln.Close()
-	p.setDown(true)
-	p.wg.Wait()
-}
-
 // wConnectVia opens a go-zookeeper session through a proxy.
-func wConnectVia(t *testing.T, p *wproxy) *zk.Conn {
+func wConnectVia(t *testing.T, p *linkProxy) *zk.Conn {
 	t.Helper()
 	c, _ := testutil.Connect(t, p.addr(), 8*time.Second)
 	return c
@@ -1315,13 +1215,13 @@ func TestGoClientReconnectGetsMissedEvents(t *testing.T) {
 	addr := wServer(t)
 	writer, _ := testutil.Connect(t, addr, 10*time.Second)
 	wCreateTree(t, writer, "/gz", "/gz/kids", "/gz/same")
-	p := wNewProxy(t, addr)
+	p := newLinkProxy(t, addr)
 	c := wConnectVia(t, p)
 	sid := c.SessionID()
 	w := wArmGo(t, c, "/gz")
-	p.setDown(true)
+	p.setCut(true)
 	wMissEvents(t, writer, "/gz")
-	p.setDown(false)
+	p.setCut(false)
 	wCheckGoWatches(t, w, writer, "/gz")
 	if c.SessionID() != sid {
 		t.Fatalf("session changed across the reconnect: %x -> %x", sid, c.SessionID())
@@ -1339,12 +1239,12 @@ func TestWatchesAcrossServerRestart(t *testing.T) {
 	writer1, _ := testutil.Connect(t, addr, 10*time.Second)
 	wCreateTree(t, writer1, "/rs", "/rs/kids", "/rs/same")
 	writer1.Close()
-	p := wNewProxy(t, addr)
+	p := newLinkProxy(t, addr)
 	c := wConnectVia(t, p)
 	sid := c.SessionID()
 	w := wArmGo(t, c, "/rs")
 
-	p.setDown(true)
+	p.setCut(true)
 	if err := srv1.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
@@ -1352,7 +1252,7 @@ func TestWatchesAcrossServerRestart(t *testing.T) {
 	srv2 := startServer(t, cfg)
 	writer2, _ := testutil.Connect(t, srv2.Addr().String(), 10*time.Second)
 	wMissEvents(t, writer2, "/rs")
-	p.setDown(false)
+	p.setCut(false)
 	wCheckGoWatches(t, w, writer2, "/rs")
 	if c.SessionID() != sid {
 		t.Fatalf("session changed across the restart: %x -> %x", sid, c.SessionID())
