@@ -2,8 +2,6 @@ package test
 
 import (
 	"errors"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -339,21 +337,7 @@ func TestFailoverIsolatedMemberDisconnectsClients(t *testing.T) {
 // memberZxid returns the Zxid line of a member's srvr.
 func memberZxid(t *testing.T, addr string) int64 {
 	t.Helper()
-	out, err := testutil.FourLetter(addr, "srvr")
-	if err != nil {
-		t.Fatalf("srvr %s: %v", addr, err)
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if v, ok := strings.CutPrefix(line, "Zxid: 0x"); ok {
-			z, err := strconv.ParseInt(v, 16, 64)
-			if err != nil {
-				t.Fatalf("srvr Zxid %q: %v", v, err)
-			}
-			return z
-		}
-	}
-	t.Fatalf("srvr of %s has no Zxid line:\n%s", addr, out)
-	return 0
+	return testutil.FourLetterNumber(t, addr, "srvr", "Zxid: 0x", 16)
 }
 
 // TestFailoverMovesCostNoZxid: a session moving between members, with the

@@ -1265,21 +1265,7 @@ func TestWatchesAcrossServerRestart(t *testing.T) {
 // wMntr returns one numeric mntr value.
 func wMntr(t *testing.T, addr, key string) int64 {
 	t.Helper()
-	out, err := testutil.FourLetter(addr, "mntr")
-	if err != nil {
-		t.Fatalf("mntr: %v", err)
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if k, v, ok := strings.Cut(line, "\t"); ok && k == key {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatalf("mntr %s = %q", key, v)
-			}
-			return n
-		}
-	}
-	t.Fatalf("mntr has no %s:\n%s", key, out)
-	return 0
+	return testutil.FourLetterNumber(t, addr, "mntr", key+"\t", 10)
 }
 
 func wFourLetter(t *testing.T, addr, cmd string) string {
