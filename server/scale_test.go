@@ -149,16 +149,19 @@ func TestGetChildrenReplyOverMaxBuffer(t *testing.T) {
 
 // TestAbandonedSessionsExpire: 1000 sessions each create an ephemeral
 // znode and vanish without closing; they expire after their timeout, their
-// ephemerals go, and the server keeps serving.
+// ephemerals go, and the server keeps serving. The timeout (3 s) outlasts
+// opening all of them on a loaded machine under the race detector, so
+// none expires before the count.
 func TestAbandonedSessionsExpire(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.TickTime = 100
+	cfg.MaxSessionTimeout = 3000
 	s := startOpsServer(t, Options{Config: cfg})
 	const n = 1000
 	before := s.node.Sessions().Len()
 	conns := make([]net.Conn, 0, n)
 	for i := range n {
-		w, _, err := dialWire(t, s, jute.ConnectRequest{TimeOut: 1000})
+		w, _, err := dialWire(t, s, jute.ConnectRequest{TimeOut: 3000})
 		if err != nil {
 			t.Fatalf("connect %d: %v", i, err)
 		}
