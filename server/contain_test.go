@@ -84,7 +84,7 @@ func expectClosedWithoutReply(t *testing.T, c net.Conn, br *bufio.Reader) {
 func TestPanicIsContainedToItsConnection(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.AuditEnable = true
-	s := startOpsServer(t, Options{Config: cfg, InMemory: true, Logger: slog.New(panickyHandler{}), Operator: panickyAudit{}})
+	s := startOpsServer(t, Options{Config: cfg, Logger: slog.New(panickyHandler{}), Operator: panickyAudit{}})
 	good := opsClient(t, s)
 	if _, err := good.Create("/ok", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)

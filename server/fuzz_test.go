@@ -45,7 +45,8 @@ func FuzzServer(f *testing.F) {
 
 	cfg := testutil.Config(f.TempDir())
 	cfg.ExtendedTypesEnabled = true
-	srv := servertest.Start(f, server.Options{Config: cfg, InMemory: true})
+	cfg.ForceSync = false // inputs, not their durability, are under test
+	srv := servertest.Start(f, server.Options{Config: cfg})
 	addr := srv.Addr().String()
 	client, _ := testutil.Connect(f, addr, 10*time.Second)
 	var sess sessionCreds

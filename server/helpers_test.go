@@ -13,14 +13,17 @@ import (
 
 // opsConfig is testutil's standalone loopback configuration in a fresh
 // directory (the operator surfaces are package ops's; a server of this
-// package's tests has none).
+// package's tests has none), with forceSync=no: these tests are about the
+// protocol, and their data need not outlive a crash.
 func opsConfig(t *testing.T) conf.Config {
 	t.Helper()
-	return testutil.Config(t.TempDir())
+	cfg := testutil.Config(t.TempDir())
+	cfg.ForceSync = false
+	return cfg
 }
 
-// startOpsServer starts a server (in memory unless onDisk) and closes it
-// when the test ends; without opts.Logger, warnings and errors go to t.Log.
+// startOpsServer starts a server and closes it when the test ends; without
+// opts.Logger, warnings and errors go to t.Log.
 func startOpsServer(t *testing.T, opts Options) *Server {
 	t.Helper()
 	if opts.Logger == nil {

@@ -13,7 +13,7 @@ import (
 // with requests pipelined puts its queue back for the next connection, and
 // the queue it puts back holds nothing of it.
 func TestEndedConnectionsGiveBackEmptyPipelineQueues(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, Options{Config: opsConfig(t)})
 	const sessions, requests = 8, 50
 	// All sessions are open at once, so that each has a queue of its own.
 	clients := make([]*zk.Conn, sessions)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -22,19 +23,18 @@ import (
 // quorum. It returns the member and a function that starts the others.
 func loneMember(t *testing.T) (*Server, func()) {
 	t.Helper()
-	picker := ports.ForServer()
-	var members []conf.Server
-	for id := int64(1); id <= 3; id++ {
-		members = append(members, conf.Server{ID: id, Host: "127.0.0.1", PeerPort: picker.Free(t), ElectionPort: picker.Free(t)})
-	}
-	member := func(id int64) *Server {
-		cfg := opsConfig(t)
-		cfg.TickTime = 100
-		cfg.ReadOnlyModeEnabled = true
-		cfg.Servers, cfg.MyID = members, id
-		return startOpsServer(t, Options{Config: cfg, InMemory: true})
-	}
-	return member(1), func() { member(2); member(3) }
+	e := testutil.NewEnsemble(t, testutil.EnsembleSpec[*Server]{Size: 3, Ports: ports.ForServer(),
+		Base: func(int) conf.Config {
+			cfg := opsConfig(t)
+			cfg.TickTime = 100
+			cfg.ReadOnlyModeEnabled = true
+			return cfg
+		},
+		New: func(_ int, cfg conf.Config) (*Server, error) {
+			return New(Options{Config: cfg, Logger: testutil.Logger(t, slog.LevelWarn)})
+		}})
+	e.Start(0)
+	return e.Member(0), func() { e.Start(1); e.Start(2) }
 }
 
 // wireClient speaks the client protocol to a server frame by frame.

@@ -177,7 +177,7 @@ func pipeline(w *wireClient, n int, op jute.OpCode, req jute.Record) []jute.Code
 func TestLargeRequestBytesBounded(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.LargeRequestMaxBytes = 2 << 20
-	s := startOpsServer(t, Options{Config: cfg, InMemory: true})
+	s := startOpsServer(t, Options{Config: cfg})
 	c := opsClient(t, s)
 	if _, err := c.Create("/big", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("create: %v", err)
@@ -239,7 +239,7 @@ func TestLargeRequestBytesBounded(t *testing.T) {
 func TestOutstandingLimitHoldsReaders(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.GlobalOutstandingLimit = 10
-	s := startOpsServer(t, Options{Config: cfg, InMemory: true})
+	s := startOpsServer(t, Options{Config: cfg})
 	const conns, each = 4, 300
 	sampler := samplePeak(s.stats.outstanding.Load)
 	var wg sync.WaitGroup
@@ -276,7 +276,7 @@ func TestOutstandingLimitHoldsReaders(t *testing.T) {
 // large znode and reads nothing is disconnected once its queued replies
 // pass the outbox limit; the server goes on answering others.
 func TestClientThatDoesNotReadIsDropped(t *testing.T) {
-	s := startOpsServer(t, Options{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, Options{Config: opsConfig(t)})
 	c := opsClient(t, s)
 	data := make([]byte, 1000000)
 	if _, err := c.Create("/big", data, 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -327,7 +327,7 @@ func dribble(nc net.Conn, b []byte, gap time.Duration, stop <-chan struct{}) {
 func TestHandshakeDeadlineIsAbsolute(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.SessionlessCnxnTimeout = 800
-	s := startOpsServer(t, Options{Config: cfg, InMemory: true})
+	s := startOpsServer(t, Options{Config: cfg})
 	connect := jute.AppendFrame(nil, &jute.ConnectRequest{TimeOut: 10000, Passwd: make([]byte, 16)})
 	tests := []struct {
 		name string
@@ -366,7 +366,7 @@ func TestHandshakeDeadlineIsAbsolute(t *testing.T) {
 func TestSilentSessionIsClosed(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.TickTime = 100
-	s := startOpsServer(t, Options{Config: cfg, InMemory: true})
+	s := startOpsServer(t, Options{Config: cfg})
 	partial := jute.AppendFrame(nil, &jute.RequestHeader{Xid: 1, Type: jute.OpExists}, &jute.PathWatchRequest{Path: "/a/long/path/never/completed"})
 	tests := []struct {
 		name string

@@ -37,8 +37,6 @@ type Options struct {
 	Config conf.Config
 	// Logger receives structured logs (nil: discarded).
 	Logger *slog.Logger
-	// InMemory keeps the raft log and snapshots in memory (tests only).
-	InMemory bool
 	// Clock drives session expiry (nil: the real clock).
 	Clock session.Clock
 	// ReaperClock drives the container/TTL reaper (nil: the real clock).
@@ -154,11 +152,9 @@ func New(opts Options) (*Server, error) {
 	if s.logDir == "" {
 		s.logDir = s.dataDir
 	}
-	if !opts.InMemory {
-		for _, d := range []string{s.dataDir, s.logDir} {
-			if err := os.MkdirAll(d, 0o750); err != nil {
-				return nil, fmt.Errorf("server: create data directory: %w", err)
-			}
+	for _, d := range []string{s.dataDir, s.logDir} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return nil, fmt.Errorf("server: create data directory: %w", err)
 		}
 	}
 	s.idGen = session.NewIDGenerator(s.serverID, time.Now().UnixMilli())
@@ -175,7 +171,6 @@ func New(opts Options) (*Server, error) {
 		ServerID:              s.serverID,
 		DataDir:               filepath.Join(s.dataDir, "version-2"),
 		LogDir:                filepath.Join(s.logDir, "version-2"),
-		InMemory:              opts.InMemory,
 		ForceSync:             cfg.ForceSync,
 		SnapshotThreshold:     uint64(cfg.SnapCount),
 		Tree:                  treeConfig(cfg, authReg),

@@ -904,7 +904,7 @@ func TestACLBadProviderConfig(t *testing.T) {
 		if tc.extra != nil {
 			cfg.Extra = tc.extra
 		}
-		srv, err := server.New(server.Options{Config: cfg, InMemory: true})
+		srv, err := server.New(server.Options{Config: cfg})
 		if err == nil {
 			srv.Close()
 		}

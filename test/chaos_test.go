@@ -152,11 +152,7 @@ func (r *chaosRun) problem(assertion, msg string) {
 
 // servers is the client connect string: every member's client port.
 func (r *chaosRun) servers() []string {
-	var out []string
-	for _, c := range r.e.cfgs {
-		out = append(out, fmt.Sprintf("127.0.0.1:%d", c.ClientPort))
-	}
-	return out
+	return r.e.Addrs()
 }
 
 func runChaos(t *testing.T, members int, seed uint64, duration time.Duration) {
@@ -256,22 +252,22 @@ const moveTime = 2 * time.Second
 // The faults. Each affects at most a minority: (members-1)/2 members.
 var (
 	faultIsolateLeader = fault{"leader isolated", moveTime, func(r *chaosRun) func() {
-		return r.cutOff([]int{r.e.leader()}, linkCut)
+		return r.cutOff([]int{r.e.Leader()}, linkCut)
 	}}
 	faultIsolateMember = fault{"follower isolated", moveTime, func(r *chaosRun) func() {
 		return r.cutOff(r.pick(1, false), linkCut)
 	}}
 	faultSplit = fault{"majority/minority split", moveTime, func(r *chaosRun) func() {
-		return r.cutOff(r.pick(len(r.e.cfgs)/2, r.rng.IntN(2) == 0), linkCut)
+		return r.cutOff(r.pick(r.e.Size()/2, r.rng.IntN(2) == 0), linkCut)
 	}}
 	faultPause = fault{"members paused", moveTime, func(r *chaosRun) func() {
-		return r.cutOff(r.pick(len(r.e.cfgs)/2, r.rng.IntN(2) == 0), linkFrozen)
+		return r.cutOff(r.pick(r.e.Size()/2, r.rng.IntN(2) == 0), linkFrozen)
 	}}
 	faultKill = fault{"members killed", moveTime, func(r *chaosRun) func() {
-		return r.kill(r.pick(len(r.e.cfgs)/2, r.rng.IntN(2) == 0))
+		return r.kill(r.pick(r.e.Size()/2, r.rng.IntN(2) == 0))
 	}}
 	faultFlap = fault{"flapping link", moveTime, func(r *chaosRun) func() {
-		return r.flap(r.e.leader(), r.pick(1, false)[0])
+		return r.flap(r.e.Leader(), r.pick(1, false)[0])
 	}}
 )
 
@@ -325,11 +321,11 @@ func (r *chaosRun) inject(f fault, d time.Duration) {
 func (r *chaosRun) awaitRecovery(after string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for i, s := range r.e.servers {
-		if s == nil {
+	for i := range r.e.Size() {
+		if !r.e.Running(i) {
 			continue
 		}
-		if err := s.WaitServing(ctx); err != nil {
+		if err := r.e.Member(i).WaitServing(ctx); err != nil {
 			r.problem("recovery", fmt.Sprintf("member %d not serving 20s after %q healed: %v", i+1, after, err))
 		}
 	}
@@ -338,13 +334,13 @@ func (r *chaosRun) awaitRecovery(after string) {
 // pick returns n distinct running members, the current leader first if
 // withLeader, followers otherwise.
 func (r *chaosRun) pick(n int, withLeader bool) []int {
-	lead := r.e.leader()
+	lead := r.e.Leader()
 	var out []int
 	if withLeader {
 		out = append(out, lead)
 	}
-	for _, i := range r.rng.Perm(len(r.e.cfgs)) {
-		if len(out) < n && i != lead && r.e.servers[i] != nil {
+	for _, i := range r.rng.Perm(r.e.Size()) {
+		if len(out) < n && i != lead && r.e.Running(i) {
 			out = append(out, i)
 		}
 	}
@@ -365,7 +361,7 @@ func (r *chaosRun) cutOff(group []int, state linkState) func() {
 func (r *chaosRun) kill(group []int) func() {
 	r.t.Logf("chaos: members %v killed", plusOne(group))
 	for _, m := range group {
-		r.e.stop(m)
+		r.e.Stop(m)
 	}
 	return func() {
 		for _, m := range group {
@@ -384,12 +380,11 @@ func (r *chaosRun) restart(m int) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			r.e.servers[m] = nil
 			r.broken[m] = true
 			r.problem("restart", fmt.Sprintf("member %d did not restart on its data directory: panic: %v", m+1, p))
 		}
 	}()
-	r.e.start(m)
+	r.e.Start(m)
 }
 
 // flap cuts and heals the links between members a and b every 100-400ms
@@ -422,8 +417,8 @@ func (r *chaosRun) flap(a, b int) func() {
 // healAll opens every link and starts every stopped member.
 func (r *chaosRun) healAll() {
 	setLinks(r.links, func(int, int) bool { return true }, linkOpen)
-	for i, s := range r.e.servers {
-		if s == nil {
+	for i := range r.e.Size() {
+		if !r.e.Running(i) {
 			r.restart(i)
 		}
 	}
@@ -444,9 +439,9 @@ func (s linkState) String() string {
 // check runs every assertion after the heal and reports each failed one
 // under its name.
 func (r *chaosRun) check(admin *chaosClient) {
-	for i, s := range r.e.servers {
-		if s != nil {
-			r.e.waitServing(i)
+	for i := range r.e.Size() {
+		if r.e.Running(i) {
+			r.e.WaitServing(i)
 		}
 	}
 	r.finalReads(admin)

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,142 +18,54 @@ import (
 	"github.com/zkserverd/zkserverd/server/ops"
 )
 
-// ensemble is an in-process cluster of zkserverd members on loopback.
-type ensemble struct {
-	t       *testing.T
-	cfgs    []conf.Config
-	servers []*server.Server
-	ops     []*ops.Surfaces // each member's operator surfaces (AdminServer)
-	// logs keeps what each member logged since it last started.
-	logs []*testutil.LogCapture
+// member is one member of an ensemble: a server and its operator
+// surfaces (AdminServer).
+type member struct {
+	*server.Server
+	ops *ops.Surfaces
+}
+
+// ensemble is an in-process cluster of members on loopback.
+type ensemble = testutil.Ensemble[*member]
+
+// ensembleSpec describes size members of testConfig with a 300 ms tick,
+// initLimit 10 and syncLimit 5, each tweak applied to every member's
+// configuration.
+func ensembleSpec(t *testing.T, size int, tweaks ...func(*conf.Config)) testutil.EnsembleSpec[*member] {
+	return testutil.EnsembleSpec[*member]{Size: size, Ports: portPicker,
+		Base: func(int) conf.Config {
+			cfg := testConfig(t, t.TempDir())
+			cfg.TickTime = 300
+			cfg.InitLimit, cfg.SyncLimit = 10, 5
+			for _, tweak := range tweaks {
+				tweak(&cfg)
+			}
+			return cfg
+		},
+		New: func(_ int, cfg conf.Config) (*member, error) {
+			o := ops.New(ops.Options{})
+			srv, err := server.New(server.Options{Config: cfg, Logger: testutil.Logger(t, slog.LevelInfo), Operator: o})
+			return &member{Server: srv, ops: o}, err
+		}}
 }
 
 // startEnsemble starts size members (ids in observers join as observers)
 // and waits until every one serves.
 func startEnsemble(t *testing.T, size int, observers ...int64) *ensemble {
 	t.Helper()
-	e := newEnsemble(t, size, observers...)
-	e.launch(size)
-	return e
-}
-
-// newEnsemble configures size members on loopback (ids in observers are
-// observers) without starting them.
-func newEnsemble(t *testing.T, size int, observers ...int64) *ensemble {
-	t.Helper()
-	e := &ensemble{t: t, servers: make([]*server.Server, size)}
-	var lines []conf.Server
-	for i := 1; i <= size; i++ {
-		s := conf.Server{ID: int64(i), Host: "127.0.0.1", PeerPort: freePort(t), ElectionPort: freePort(t),
-			ClientAddress: "127.0.0.1", ClientPort: freePort(t)}
-		for _, o := range observers {
-			s.Observer = s.Observer || o == s.ID
-		}
-		lines = append(lines, s)
-	}
-	for i := 0; i < size; i++ {
-		cfg := testConfig(t, t.TempDir())
-		cfg.TickTime = 300
-		cfg.InitLimit, cfg.SyncLimit = 10, 5
-		cfg.Servers = lines
-		cfg.MyID = int64(i + 1)
-		cfg.ClientPort = lines[i].ClientPort
-		e.cfgs = append(e.cfgs, cfg)
-	}
-	return e
-}
-
-// launch starts every member, arranges for them to stop with the test, and
-// waits until the first serving members serve.
-func (e *ensemble) launch(serving int) {
-	e.t.Helper()
-	for i := range e.servers {
-		e.start(i)
-	}
-	e.t.Cleanup(func() {
-		for _, s := range e.servers {
-			if s != nil {
-				s.Close()
-			}
-		}
-	})
-	for i := 0; i < serving; i++ {
-		e.waitServing(i)
-	}
-}
-
-func (e *ensemble) start(i int) {
-	e.t.Helper()
-	o := ops.New(ops.Options{})
-	logger, capture := testutil.CaptureLogger(e.t, slog.LevelInfo)
-	e.logs = append(e.logs, make([]*testutil.LogCapture, max(0, len(e.servers)-len(e.logs)))...)
-	e.logs[i] = capture
-	srv, err := server.New(server.Options{Config: e.cfgs[i], Logger: logger, Operator: o})
-	if err != nil {
-		e.t.Fatalf("member %d: %v", i+1, err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		srv.Close()
-		e.t.Fatalf("member %d start: %v", i+1, err)
-	}
-	e.ops = append(e.ops, make([]*ops.Surfaces, max(0, len(e.servers)-len(e.ops)))...)
-	e.servers[i], e.ops[i] = srv, o
-}
-
-func (e *ensemble) waitServing(i int) {
-	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := e.servers[i].WaitServing(ctx); err != nil {
-		e.t.Fatalf("member %d not serving: %v", i+1, err)
-	}
-}
-
-func (e *ensemble) addr(i int) string { return e.servers[i].Addr().String() }
-
-func (e *ensemble) stop(i int) {
-	e.servers[i].Close()
-	e.servers[i] = nil
-}
-
-// mode returns a member's Mode line from srvr.
-func (e *ensemble) mode(i int) string {
-	out, err := testutil.FourLetter(e.addr(i), "srvr")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
-			return m
-		}
-	}
-	return ""
-}
-
-// leader waits for a member to report Mode: leader.
-func (e *ensemble) leader() int {
-	e.t.Helper()
-	var lead int
-	testutil.Eventually(e.t, 15*time.Second, "a leader", func() bool {
-		for i, s := range e.servers {
-			if s != nil && e.mode(i) == "leader" {
-				lead = i
-				return true
-			}
-		}
-		return false
-	})
-	return lead
+	spec := ensembleSpec(t, size)
+	spec.Observers = observers
+	return testutil.StartEnsemble(t, spec)
 }
 
 func TestEnsembleReplicatesAndReadsLocally(t *testing.T) {
 	e := startEnsemble(t, 3)
-	lead := e.leader()
+	lead := e.Leader()
 	follower := (lead + 1) % 3
-	if m := e.mode(follower); m != "follower" {
+	if m := e.Mode(follower); m != "follower" {
 		t.Fatalf("member %d mode %q", follower+1, m)
 	}
-	c, _ := testutil.Connect(t, e.addr(follower), 4*time.Second)
+	c, _ := testutil.Connect(t, e.Addr(follower), 4*time.Second)
 	for i := 0; i < 20; i++ {
 		if _, err := c.Create(fmt.Sprintf("/n%d", i), []byte{byte(i)}, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
@@ -164,24 +75,24 @@ func TestEnsembleReplicatesAndReadsLocally(t *testing.T) {
 	if data, st, err := c.Get("/n19"); err != nil || data[0] != 19 || st.Czxid>>32 == 0 {
 		t.Fatalf("read own write on a follower: %v %+v %v", data, st, err)
 	}
-	other, _ := testutil.Connect(t, e.addr((lead+2)%3), 4*time.Second)
+	other, _ := testutil.Connect(t, e.Addr((lead+2)%3), 4*time.Second)
 	if _, err := other.Sync("/"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _, err := other.Exists("/n19"); err != nil || !ok {
 		t.Fatalf("read after sync on another follower: %v %v", ok, err)
 	}
-	leadMntr, _ := testutil.FourLetter(e.addr(lead), "mntr")
+	leadMntr, _ := testutil.FourLetter(e.Addr(lead), "mntr")
 	for _, want := range []string{"zk_server_state\tleader\n", "zk_peer_state\tleading - broadcast\n",
 		"zk_synced_followers\t2\n", "zk_learners\t2\n", "zk_quorum_size\t2\n"} {
 		if !strings.Contains(leadMntr, want) {
 			t.Errorf("leader mntr lacks %q", want)
 		}
 	}
-	if srvr, _ := testutil.FourLetter(e.addr(lead), "srvr"); !strings.Contains(srvr, "Proposal sizes last/min/max: ") {
+	if srvr, _ := testutil.FourLetter(e.Addr(lead), "srvr"); !strings.Contains(srvr, "Proposal sizes last/min/max: ") {
 		t.Errorf("leader srvr lacks the proposal sizes line:\n%s", srvr)
 	}
-	if f, _ := testutil.FourLetter(e.addr(follower), "mntr"); !strings.Contains(f, "zk_peer_state\tfollowing - broadcast\n") {
+	if f, _ := testutil.FourLetter(e.Addr(follower), "mntr"); !strings.Contains(f, "zk_peer_state\tfollowing - broadcast\n") {
 		t.Errorf("follower mntr lacks its peer state:\n%s", f)
 	}
 	data, _, err := other.Get("/zookeeper/config")
@@ -192,16 +103,16 @@ func TestEnsembleReplicatesAndReadsLocally(t *testing.T) {
 
 func TestEnsembleSessionSurvivesLeaderFailover(t *testing.T) {
 	e := startEnsemble(t, 3)
-	lead := e.leader()
+	lead := e.Leader()
 	follower := (lead + 1) % 3
-	c, _ := testutil.Connect(t, e.addr(follower), 4*time.Second)
+	c, _ := testutil.Connect(t, e.Addr(follower), 4*time.Second)
 	sid := c.SessionID()
 	if _, err := c.Create("/eph", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	e.stop(lead)
-	newLead := e.leader()
+	e.Stop(lead)
+	newLead := e.Leader()
 	t.Logf("new leader (member %d) after %v", newLead+1, time.Since(start))
 	var err error
 	testutil.Eventually(t, 10*time.Second, "a write after failover", func() bool {
@@ -218,9 +129,9 @@ func TestEnsembleSessionSurvivesLeaderFailover(t *testing.T) {
 
 func TestEnsembleExpiryRemovesEphemeralEverywhere(t *testing.T) {
 	e := startEnsemble(t, 3)
-	lead := e.leader()
+	lead := e.Leader()
 	follower := (lead + 1) % 3
-	raw := dialRaw(t, e.addr(follower))
+	raw := dialRaw(t, e.Addr(follower))
 	if _, err := raw.handshake(jute.ConnectRequest{TimeOut: 600}); err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +140,8 @@ func TestEnsembleExpiryRemovesEphemeralEverywhere(t *testing.T) {
 	}
 	// Silence: the leader expires the session; every member deletes it.
 	raw.expectClosed(10 * time.Second)
-	for i := range e.servers {
-		c, _ := testutil.Connect(t, e.addr(i), 4*time.Second)
+	for i := range e.Size() {
+		c, _ := testutil.Connect(t, e.Addr(i), 4*time.Second)
 		testutil.Eventually(t, 5*time.Second, fmt.Sprintf("ephemeral gone on member %d", i+1), func() bool {
 			ok, _, err := c.Exists("/gone")
 			return err == nil && !ok
@@ -240,7 +151,7 @@ func TestEnsembleExpiryRemovesEphemeralEverywhere(t *testing.T) {
 
 func TestEnsembleResumeOnAnotherMember(t *testing.T) {
 	e := startEnsemble(t, 3)
-	raw := dialRaw(t, e.addr(0))
+	raw := dialRaw(t, e.Addr(0))
 	resp, err := raw.handshake(jute.ConnectRequest{TimeOut: 4000})
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +159,7 @@ func TestEnsembleResumeOnAnotherMember(t *testing.T) {
 	raw.call(jute.OpCreate, &jute.CreateRequest{Path: "/mine", ACL: jute.OpenACLUnsafe, Flags: jute.ModeEphemeral})
 	h, _ := raw.call(jute.OpExists, &jute.PathWatchRequest{Path: "/mine"})
 	raw.c.Close()
-	moved := dialRaw(t, e.addr(1))
+	moved := dialRaw(t, e.Addr(1))
 	r, err := moved.handshake(jute.ConnectRequest{SessionID: resp.SessionID, Passwd: resp.Passwd, TimeOut: 4000, LastZxidSeen: h.Zxid})
 	if err != nil || r.SessionID != resp.SessionID {
 		t.Fatalf("resume on another member: %+v %v", r, err)
@@ -260,7 +171,7 @@ func TestEnsembleResumeOnAnotherMember(t *testing.T) {
 
 func TestEnsembleRestartEveryMemberKeepsWrites(t *testing.T) {
 	e := startEnsemble(t, 3)
-	c, _ := testutil.Connect(t, e.addr(0), 4*time.Second)
+	c, _ := testutil.Connect(t, e.Addr(0), 4*time.Second)
 	var mu sync.Mutex
 	acked := map[string]bool{}
 	for i := 0; i < 100; i++ {
@@ -273,17 +184,17 @@ func TestEnsembleRestartEveryMemberKeepsWrites(t *testing.T) {
 		mu.Unlock()
 	}
 	c.Close()
-	for i := range e.servers {
-		e.stop(i)
+	for i := range e.Size() {
+		e.Stop(i)
 	}
-	for i := range e.servers {
-		e.start(i)
+	for i := range e.Size() {
+		e.Start(i)
 	}
-	for i := range e.servers {
-		e.waitServing(i)
+	for i := range e.Size() {
+		e.WaitServing(i)
 	}
-	for i := range e.servers {
-		c, _ := testutil.Connect(t, e.addr(i), 4*time.Second)
+	for i := range e.Size() {
+		c, _ := testutil.Connect(t, e.Addr(i), 4*time.Second)
 		for p := range acked {
 			if data, _, err := c.Get(p); err != nil || string(data) != p {
 				t.Fatalf("member %d lost %s after a full restart: %v", i+1, p, err)
@@ -294,10 +205,10 @@ func TestEnsembleRestartEveryMemberKeepsWrites(t *testing.T) {
 
 func TestEnsembleObserverServesReads(t *testing.T) {
 	e := startEnsemble(t, 4, 4)
-	if m := e.mode(3); m != "observer" {
+	if m := e.Mode(3); m != "observer" {
 		t.Fatalf("member 4 mode %q, want observer", m)
 	}
-	c, _ := testutil.Connect(t, e.addr(3), 4*time.Second)
+	c, _ := testutil.Connect(t, e.Addr(3), 4*time.Second)
 	if _, err := c.Create("/via-observer", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -311,13 +222,13 @@ func TestEnsembleFiveMembersToleratesTwoFailures(t *testing.T) {
 		t.Skip("5-member cluster; run without -short")
 	}
 	e := startEnsemble(t, 5)
-	lead := e.leader()
-	c, _ := testutil.Connect(t, e.addr((lead+1)%5), 4*time.Second)
+	lead := e.Leader()
+	c, _ := testutil.Connect(t, e.Addr((lead+1)%5), 4*time.Second)
 	if _, err := c.Create("/five", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	e.stop(lead)
-	e.stop((lead + 2) % 5)
+	e.Stop(lead)
+	e.Stop((lead + 2) % 5)
 	testutil.Eventually(t, 15*time.Second, "a write with two members down", func() bool {
 		_, err := c.Set("/five", []byte("still"), -1)
 		return err == nil
@@ -329,13 +240,13 @@ func TestEnsembleFiveMembersToleratesTwoFailures(t *testing.T) {
 // fails as SessionMoved and A closes that connection without a reply.
 func TestEnsembleSessionMoved(t *testing.T) {
 	e := startEnsemble(t, 3)
-	a := dialRaw(t, e.addr(0))
+	a := dialRaw(t, e.Addr(0))
 	resp, err := a.handshake(jute.ConnectRequest{TimeOut: 4000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h, _ := a.call(jute.OpCreate, &jute.CreateRequest{Path: "/moved", ACL: jute.OpenACLUnsafe})
-	b := dialRaw(t, e.addr(1))
+	b := dialRaw(t, e.Addr(1))
 	if r, err := b.handshake(jute.ConnectRequest{SessionID: resp.SessionID, Passwd: resp.Passwd, TimeOut: 4000, LastZxidSeen: h.Zxid}); err != nil || r.SessionID != resp.SessionID {
 		t.Fatalf("resume on member 2: %+v %v", r, err)
 	}

@@ -2,8 +2,6 @@ package test
 
 import (
 	"errors"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,11 +126,11 @@ func zkClient(t *testing.T, hosts []string, timeout time.Duration) (*zk.Conn, *e
 
 // hostsFrom lists the client addresses of every running member, member
 // first first.
-func (e *ensemble) hostsFrom(first int) []string {
-	hosts := []string{e.addr(first)}
-	for i := range e.servers {
-		if i != first && e.servers[i] != nil {
-			hosts = append(hosts, e.addr(i))
+func hostsFrom(e *ensemble, first int) []string {
+	hosts := []string{e.Addr(first)}
+	for i := range e.Size() {
+		if i != first && e.Running(i) {
+			hosts = append(hosts, e.Addr(i))
 		}
 	}
 	return hosts
@@ -205,18 +203,18 @@ func TestFailoverClientOnKilledMember(t *testing.T) {
 	for _, role := range []string{"leader", "follower"} {
 		t.Run(role, func(t *testing.T) {
 			e := startEnsemble(t, 3)
-			target := e.leader()
+			target := e.Leader()
 			if role == "follower" {
 				target = (target + 1) % 3
 			}
-			c, events := zkClient(t, e.hostsFrom(target), 6*time.Second)
-			if c.Server() != e.addr(target) {
+			c, events := zkClient(t, hostsFrom(e, target), 6*time.Second)
+			if c.Server() != e.Addr(target) {
 				t.Fatalf("client on %s, want member %d", c.Server(), target+1)
 			}
 			s := arm(t, c, events, role)
 			from := events.mark()
 			start := time.Now()
-			e.stop(target)
+			e.Stop(target)
 			s.reconnected(t, from, 15*time.Second)
 			t.Logf("session back on %s %v after member %d (%s) was killed", c.Server(), time.Since(start), target+1, role)
 			s.check(t)
@@ -231,17 +229,17 @@ func TestFailoverClientOnKilledMember(t *testing.T) {
 // traffic to that member is delayed so that it lags.
 func TestFailoverResumeOnMemberBehind(t *testing.T) {
 	e, links := proxiedEnsemble(t, 3)
-	lead := e.leader()
+	lead := e.Leader()
 	behind := (lead + 1) % 3
-	front := newLinkProxy(t, e.addr(lead)) // the client's way to the leader, to cut
+	front := newLinkProxy(t, e.Addr(lead)) // the client's way to the leader, to cut
 	links[lead][2*behind].setDelay(150 * time.Millisecond)
-	c, events := zkClient(t, []string{front.addr(), e.addr(behind)}, 6*time.Second)
+	c, events := zkClient(t, []string{front.addr(), e.Addr(behind)}, 6*time.Second)
 	sid := c.SessionID()
 	from := events.mark()
 	front.setCut(true)
 	at := events.waitFor(t, from, zk.StateDisconnected, 5*time.Second)
 	events.waitFor(t, at, zk.StateHasSession, 10*time.Second)
-	if c.Server() != e.addr(behind) || c.SessionID() != sid {
+	if c.Server() != e.Addr(behind) || c.SessionID() != sid {
 		t.Fatalf("session %x on %s, want %x on member %d", c.SessionID(), c.Server(), sid, behind+1)
 	}
 	if n := events.count(zk.StateExpired); n != 0 {
@@ -266,20 +264,20 @@ func TestFailoverResumeOnMemberBehind(t *testing.T) {
 // (sooner than the session timeout) the session resumes.
 func TestFailoverQuorumLostAndRegained(t *testing.T) {
 	e := startEnsemble(t, 3)
-	target := (e.leader() + 1) % 3
-	c, events := zkClient(t, e.hostsFrom(target), 6*time.Second)
+	target := (e.Leader() + 1) % 3
+	c, events := zkClient(t, hostsFrom(e, target), 6*time.Second)
 	s := arm(t, c, events, "quorum")
 	from := events.mark()
 	start := time.Now()
 	others := []int{(target + 1) % 3, (target + 2) % 3}
 	for _, i := range others {
-		e.stop(i)
+		e.Stop(i)
 	}
 	events.waitFor(t, from, zk.StateDisconnected, 5*time.Second)
 	t.Logf("client disconnected %v after the quorum was lost", time.Since(start))
 	time.Sleep(time.Second)
 	for _, i := range others {
-		e.start(i)
+		e.Start(i)
 	}
 	s.reconnected(t, from, 20*time.Second)
 	t.Logf("session back on %s %v after the quorum was lost", c.Server(), time.Since(start))
@@ -290,13 +288,11 @@ func TestFailoverQuorumLostAndRegained(t *testing.T) {
 // its session there after that member restarts.
 func TestFailoverRestartedMember(t *testing.T) {
 	e := startEnsemble(t, 3)
-	target := (e.leader() + 1) % 3
-	c, events := zkClient(t, []string{e.addr(target)}, 6*time.Second)
+	target := (e.Leader() + 1) % 3
+	c, events := zkClient(t, []string{e.Addr(target)}, 6*time.Second)
 	s := arm(t, c, events, "restart")
 	from := events.mark()
-	e.stop(target)
-	e.start(target)
-	e.waitServing(target)
+	e.Restart(target)
 	s.reconnected(t, from, 15*time.Second)
 	s.check(t)
 }
@@ -309,11 +305,11 @@ func TestFailoverIsolatedMemberDisconnectsClients(t *testing.T) {
 	for _, role := range []string{"follower", "leader"} {
 		t.Run(role, func(t *testing.T) {
 			e, links := proxiedEnsemble(t, 3)
-			target := e.leader()
+			target := e.Leader()
 			if role == "follower" {
 				target = (target + 1) % 3
 			}
-			c, events := zkClient(t, []string{e.addr(target)}, 6*time.Second)
+			c, events := zkClient(t, []string{e.Addr(target)}, 6*time.Second)
 			s := arm(t, c, events, role)
 			from := events.mark()
 			start := time.Now()
@@ -324,7 +320,7 @@ func TestFailoverIsolatedMemberDisconnectsClients(t *testing.T) {
 			if bound := 1500*time.Millisecond + 500*time.Millisecond; took > bound {
 				t.Fatalf("disconnected after %v, want within syncLimit*tickTime (%v)", took, bound)
 			}
-			other, _ := testutil.Connect(t, e.addr((target+1)%3), 4*time.Second)
+			other, _ := testutil.Connect(t, e.Addr((target+1)%3), 4*time.Second)
 			if _, err := other.Sync("/"); err != nil {
 				t.Fatalf("sync on the majority: %v", err)
 			}
@@ -341,21 +337,7 @@ func TestFailoverIsolatedMemberDisconnectsClients(t *testing.T) {
 // memberZxid returns the Zxid line of a member's srvr.
 func memberZxid(t *testing.T, addr string) int64 {
 	t.Helper()
-	out, err := testutil.FourLetter(addr, "srvr")
-	if err != nil {
-		t.Fatalf("srvr %s: %v", addr, err)
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if v, ok := strings.CutPrefix(line, "Zxid: 0x"); ok {
-			z, err := strconv.ParseInt(v, 16, 64)
-			if err != nil {
-				t.Fatalf("srvr Zxid %q: %v", v, err)
-			}
-			return z
-		}
-	}
-	t.Fatalf("srvr of %s has no Zxid line:\n%s", addr, out)
-	return 0
+	return testutil.FourLetterNumber(t, addr, "srvr", "Zxid: 0x", 16)
 }
 
 // TestFailoverMovesCostNoZxid: a session moving between members, with the
@@ -367,7 +349,7 @@ func TestFailoverMovesCostNoZxid(t *testing.T) {
 	fronts := make([]*linkProxy, 3)
 	hosts := make([]string, 3)
 	for i := range fronts {
-		fronts[i] = newLinkProxy(t, e.addr(i))
+		fronts[i] = newLinkProxy(t, e.Addr(i))
 		hosts[i] = fronts[i].addr()
 	}
 	c, events := zkClient(t, hosts, 6*time.Second)
@@ -379,8 +361,8 @@ func TestFailoverMovesCostNoZxid(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := st.Mzxid
-	for i := range e.servers {
-		testutil.Eventually(t, 5*time.Second, "every member at the write's zxid", func() bool { return memberZxid(t, e.addr(i)) == last })
+	for i := range e.Size() {
+		testutil.Eventually(t, 5*time.Second, "every member at the write's zxid", func() bool { return memberZxid(t, e.Addr(i)) == last })
 	}
 	const moves = 5
 	for m := 0; m < moves; m++ {
@@ -397,8 +379,8 @@ func TestFailoverMovesCostNoZxid(t *testing.T) {
 			t.Fatalf("move %d: read: %v", m, err)
 		}
 	}
-	for i := range e.servers {
-		if z := memberZxid(t, e.addr(i)); z != last {
+	for i := range e.Size() {
+		if z := memberZxid(t, e.Addr(i)); z != last {
 			t.Errorf("member %d zxid %#x after %d moves, want %#x", i+1, z, moves, last)
 		}
 	}

@@ -25,7 +25,6 @@ import (
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/sasl/gssapitest"
-	"github.com/zkserverd/zkserverd/test/ports"
 )
 
 const krbRealm = "EXAMPLE.TEST"
@@ -55,7 +54,7 @@ func startKDC(t *testing.T) *kdc {
 	t.Helper()
 	kdcBin, util, kadmin := krbTool(t, "krb5kdc"), krbTool(t, "kdb5_util"), krbTool(t, "kadmin.local")
 	k := &kdc{dir: t.TempDir()}
-	port := ports.ForIntegration().Free(t)
+	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	k.krb5conf = filepath.Join(k.dir, "krb5.conf")
 	kdcConf := filepath.Join(k.dir, "kdc.conf")

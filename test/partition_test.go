@@ -12,50 +12,29 @@ import (
 
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/internal/testutil"
-	"github.com/zkserverd/zkserverd/server"
 )
 
-// proxiedEnsemble starts size members where every member reaches every other
-// through its own proxy (one per direction and port), so single links can
-// be cut: member i's zoo.cfg names proxies for its peers, as an operator
-// could name any address. Each tweak adjusts every member's configuration.
+// proxiedEnsemble starts size members (ensembleSpec, with tweaks) where
+// every member reaches every other through its own proxy (one per
+// direction and port), so single links can be cut: member i's zoo.cfg
+// names proxies for its peers, as an operator could name any address.
+// links[i][2*j] carries i's traffic to j's quorum port, links[i][2*j+1] to
+// its election port.
 func proxiedEnsemble(t *testing.T, size int, tweaks ...func(*conf.Config)) (*ensemble, [][]*linkProxy) {
 	t.Helper()
-	real := make([]conf.Server, size)
-	for i := range real {
-		real[i] = conf.Server{ID: int64(i + 1), Host: "127.0.0.1", PeerPort: freePort(t), ElectionPort: freePort(t),
-			ClientAddress: "127.0.0.1", ClientPort: freePort(t)}
-	}
-	// links[i][j] carries i's traffic to j: index 0 the quorum port, 1 the
-	// election port, flattened as links[i][2*j+k].
 	links := make([][]*linkProxy, size)
-	e := &ensemble{t: t, servers: make([]*server.Server, size)}
-	for i := range real {
+	for i := range links {
 		links[i] = make([]*linkProxy, 2*size)
-		var lines []conf.Server
-		for j := range real {
-			line := real[j]
-			if i != j {
-				q := newLinkProxy(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(real[j].PeerPort)))
-				f := newLinkProxy(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(real[j].ElectionPort)))
-				links[i][2*j], links[i][2*j+1] = q, f
-				line.PeerPort, line.ElectionPort = q.port(), f.port()
-			}
-			lines = append(lines, line)
-		}
-		cfg := testConfig(t, t.TempDir())
-		cfg.TickTime = 300
-		cfg.InitLimit, cfg.SyncLimit = 10, 5
-		cfg.Servers = lines
-		cfg.MyID = int64(i + 1)
-		cfg.ClientPort = real[i].ClientPort
-		for _, tweak := range tweaks {
-			tweak(&cfg)
-		}
-		e.cfgs = append(e.cfgs, cfg)
 	}
-	e.launch(size)
-	return e, links
+	spec := ensembleSpec(t, size, tweaks...)
+	spec.Link = func(from, to int, line conf.Server) conf.Server {
+		q := newLinkProxy(t, net.JoinHostPort(line.Host, strconv.Itoa(line.PeerPort)))
+		f := newLinkProxy(t, net.JoinHostPort(line.Host, strconv.Itoa(line.ElectionPort)))
+		links[from][2*to], links[from][2*to+1] = q, f
+		line.PeerPort, line.ElectionPort = q.port(), f.port()
+		return line
+	}
+	return testutil.StartEnsemble(t, spec), links
 }
 
 // isolate cuts (or heals) every link between member m and the others.
@@ -81,18 +60,18 @@ func setLinks(links [][]*linkProxy, sel func(from, to int) bool, state linkState
 
 func TestEnsemblePartitionedLeader(t *testing.T) {
 	e, links := proxiedEnsemble(t, 3)
-	old := e.leader()
-	minority, _ := testutil.Connect(t, e.addr(old), 4*time.Second)
+	old := e.Leader()
+	minority, _ := testutil.Connect(t, e.Addr(old), 4*time.Second)
 	majorityMember := (old + 1) % 3
-	majority, _ := testutil.Connect(t, e.addr(majorityMember), 4*time.Second)
+	majority, _ := testutil.Connect(t, e.Addr(majorityMember), 4*time.Second)
 	if _, err := majority.Create("/before", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	isolate(links, old, true)
 	var newLead int
 	testutil.Eventually(t, 15*time.Second, "a new leader in the majority", func() bool {
-		for i := range e.servers {
-			if i != old && e.mode(i) == "leader" {
+		for i := range e.Size() {
+			if i != old && e.Mode(i) == "leader" {
 				newLead = i
 				return true
 			}
@@ -118,12 +97,12 @@ func TestEnsemblePartitionedLeader(t *testing.T) {
 	case <-ctx.Done():
 	}
 	testutil.Eventually(t, 10*time.Second, "the isolated member refusing clients", func() bool {
-		out, _ := testutil.FourLetter(e.addr(old), "srvr")
+		out, _ := testutil.FourLetter(e.Addr(old), "srvr")
 		return out == "This ZooKeeper instance is not currently serving requests\n"
 	})
 
 	isolate(links, old, false)
-	c, _ := testutil.Connect(t, e.addr(old), 4*time.Second)
+	c, _ := testutil.Connect(t, e.Addr(old), 4*time.Second)
 	testutil.Eventually(t, 15*time.Second, "the old leader catching up", func() bool {
 		ok, _, err := c.Exists("/during")
 		return err == nil && ok
@@ -142,8 +121,8 @@ func TestEnsemblePartitionedLeader(t *testing.T) {
 // member restarted: hashicorp/raft-wal#31.)
 func TestEnsembleDeposedLeaderRestarts(t *testing.T) {
 	e, links := proxiedEnsemble(t, 3)
-	old := e.leader()
-	minority, _ := testutil.Connect(t, e.addr(old), 4*time.Second)
+	old := e.Leader()
+	minority, _ := testutil.Connect(t, e.Addr(old), 4*time.Second)
 	if _, err := minority.Create("/x", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -152,27 +131,27 @@ func TestEnsembleDeposedLeaderRestarts(t *testing.T) {
 	for i := range 5 {
 		minority.Set("/x", []byte("minority"+strconv.Itoa(i)), -1)
 	}
-	majority, _ := testutil.Connect(t, e.addr((old+1)%3), 4*time.Second)
+	majority, _ := testutil.Connect(t, e.Addr((old+1)%3), 4*time.Second)
 	testutil.Eventually(t, 15*time.Second, "writes in the majority", func() bool {
 		_, err := majority.Set("/x", []byte("majority"), -1)
 		return err == nil
 	})
 	isolate(links, old, false)
 	testutil.Eventually(t, 15*time.Second, "the old leader catching up", func() bool {
-		out, _ := testutil.FourLetter(e.addr(old), "srvr")
+		out, _ := testutil.FourLetter(e.Addr(old), "srvr")
 		return strings.Contains(out, "Mode: follower")
 	})
-	e.stop(old)
+	e.Stop(old)
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
 				t.Fatalf("member %d did not restart after its log tail was truncated: %v", old+1, p)
 			}
 		}()
-		e.start(old)
+		e.Start(old)
 	}()
-	e.waitServing(old)
-	c, _ := testutil.Connect(t, e.addr(old), 4*time.Second)
+	e.WaitServing(old)
+	c, _ := testutil.Connect(t, e.Addr(old), 4*time.Second)
 	if _, err := c.Sync("/x"); err != nil {
 		t.Fatal(err)
 	}

@@ -282,8 +282,8 @@ func TestPipelinedReadsWritesAndSyncs(t *testing.T) {
 	})
 	t.Run("ensemble", func(t *testing.T) {
 		e := startEnsemble(t, 3)
-		for i, srv := range e.servers {
-			pipelineRounds(t, srv.Addr().String(), fmt.Sprintf("/mix%d", i))
+		for i := range e.Size() {
+			pipelineRounds(t, e.Addr(i), fmt.Sprintf("/mix%d", i))
 		}
 	})
 }

@@ -3,6 +3,7 @@ package test
 import (
 	"crypto/x509/pkix"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/internal/testutil"
+	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/ops"
 	"github.com/zkserverd/zkserverd/tlsconf/tlstest"
 )
 
@@ -44,18 +47,56 @@ func (p *quorumPKI) useTLS(t *testing.T, cfg *conf.Config, issuer *tlstest.Cert,
 	q.TLS.TrustStore = conf.Store{Location: p.trust}
 }
 
+// securedEnsemble is a three-member ensemble whose members' logs are
+// kept, for the refusals between members.
+type securedEnsemble struct {
+	*ensemble
+	t    *testing.T
+	logs []*testutil.LogCapture // member i's log since it last started
+}
+
+// newSecuredEnsemble configures three members, each edited by configure,
+// and starts none.
+func newSecuredEnsemble(t *testing.T, configure func(i int, cfg *conf.Config)) *securedEnsemble {
+	e := &securedEnsemble{t: t, logs: make([]*testutil.LogCapture, 3)}
+	spec := ensembleSpec(t, 3)
+	spec.New = func(i int, cfg conf.Config) (*member, error) {
+		o := ops.New(ops.Options{})
+		logger, capture := testutil.CaptureLogger(t, slog.LevelInfo)
+		e.logs[i] = capture
+		srv, err := server.New(server.Options{Config: cfg, Logger: logger, Operator: o})
+		return &member{Server: srv, ops: o}, err
+	}
+	e.ensemble = testutil.NewEnsemble(t, spec)
+	for i := range 3 {
+		e.Edit(i, func(cfg *conf.Config) { configure(i, cfg) })
+	}
+	return e
+}
+
+// launch starts every member and waits until the first serving ones serve.
+func (e *securedEnsemble) launch(serving int) {
+	e.t.Helper()
+	for i := range e.Size() {
+		e.Start(i)
+	}
+	for i := range serving {
+		e.WaitServing(i)
+	}
+}
+
 // replicates writes a node through member from and checks that member to
 // sees it after a sync.
-func (e *ensemble) replicates(from, to int, path string) {
+func (e *securedEnsemble) replicates(from, to int, path string) {
 	e.t.Helper()
-	c, _ := testutil.Connect(e.t, e.addr(from), 4*time.Second)
+	c, _ := testutil.Connect(e.t, e.Addr(from), 4*time.Second)
 	defer c.Close()
 	var err error
 	testutil.Eventually(e.t, 10*time.Second, "a write through member "+strconv.Itoa(from+1), func() bool {
 		_, err = c.Create(path, []byte(path), 0, zk.WorldACL(zk.PermAll))
 		return err == nil || err == zk.ErrNodeExists
 	})
-	r, _ := testutil.Connect(e.t, e.addr(to), 4*time.Second)
+	r, _ := testutil.Connect(e.t, e.Addr(to), 4*time.Second)
 	defer r.Close()
 	if _, err := r.Sync("/"); err != nil {
 		e.t.Fatalf("sync on member %d: %v", to+1, err)
@@ -67,19 +108,19 @@ func (e *ensemble) replicates(from, to int, path string) {
 
 // restart stops member i and starts it with edit applied to its
 // configuration.
-func (e *ensemble) restart(i int, edit func(*conf.Config)) {
+func (e *securedEnsemble) restart(i int, edit func(*conf.Config)) {
 	e.t.Helper()
-	e.stop(i)
-	edit(&e.cfgs[i])
-	e.start(i)
-	e.waitServing(i)
+	e.Stop(i)
+	e.Edit(i, edit)
+	e.Start(i)
+	e.WaitServing(i)
 }
 
 // peerPortRefusesPlaintext checks that member i's quorum port closes a
 // plaintext connection and logs why.
-func (e *ensemble) peerPortRefusesPlaintext(i int) {
+func (e *securedEnsemble) peerPortRefusesPlaintext(i int) {
 	e.t.Helper()
-	self, _ := e.cfgs[i].Self()
+	self, _ := e.Config(i).Self()
 	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(self.PeerPort)), 2*time.Second)
 	if err != nil {
 		e.t.Fatal(err)
@@ -96,7 +137,7 @@ func (e *ensemble) peerPortRefusesPlaintext(i int) {
 }
 
 // logged waits until one of the members logged a line with every part.
-func (e *ensemble) logged(what string, members []int, parts ...string) {
+func (e *securedEnsemble) logged(what string, members []int, parts ...string) {
 	e.t.Helper()
 	testutil.Eventually(e.t, 10*time.Second, what, func() bool {
 		for _, i := range members {
@@ -110,16 +151,15 @@ func (e *ensemble) logged(what string, members []int, parts ...string) {
 
 func TestQuorumTLSReplicatesAndFailsOver(t *testing.T) {
 	pki := newQuorumPKI(t)
-	e := newEnsemble(t, 3)
-	for i := range e.cfgs {
-		pki.useTLS(t, &e.cfgs[i], nil, true, false)
-	}
+	e := newSecuredEnsemble(t, func(i int, cfg *conf.Config) {
+		pki.useTLS(t, cfg, nil, true, false)
+	})
 	e.launch(3)
-	lead := e.leader()
+	lead := e.Leader()
 	e.replicates((lead+1)%3, (lead+2)%3, "/tls1")
 	e.peerPortRefusesPlaintext(lead)
-	e.stop(lead)
-	newLead := e.leader()
+	e.Stop(lead)
+	newLead := e.Leader()
 	e.replicates(newLead, 3-lead-newLead, "/tls2")
 	// Members that trust each other never refuse a certificate.
 	for i := range e.logs {
@@ -134,21 +174,20 @@ func TestQuorumTLSReplicatesAndFailsOver(t *testing.T) {
 func TestQuorumTLSRefusesUntrustedMember(t *testing.T) {
 	pki := newQuorumPKI(t)
 	stranger := tlstest.NewCA(t, "stranger CA")
-	e := newEnsemble(t, 3)
-	for i := range e.cfgs {
+	e := newSecuredEnsemble(t, func(i int, cfg *conf.Config) {
 		var issuer *tlstest.Cert
 		if i == 2 {
 			issuer = stranger // trusts the quorum CA, but its own certificate is not
 		}
-		pki.useTLS(t, &e.cfgs[i], issuer, true, false)
-	}
+		pki.useTLS(t, cfg, issuer, true, false)
+	})
 	e.launch(2)
 	e.replicates(0, 1, "/trusted")
 	// Both sides of each refused link say who and why.
 	e.logged("a member refusing member 3's certificate", []int{0, 1}, "level=WARN", "CN=zk3", "not trusted", "certificate signed by unknown authority")
 	e.logged("member 3 refusing the others' certificates", []int{2}, "level=WARN", "refused a member connection", "remote error: tls: bad certificate")
 	e.logged("member 3 told its own connections are refused", []int{2}, "level=WARN", "could not connect to member", "remote error: tls: bad certificate")
-	if mode := e.mode(2); mode == "leader" || mode == "follower" {
+	if mode := e.Mode(2); mode == "leader" || mode == "follower" {
 		t.Fatalf("the untrusted member is a %s", mode)
 	}
 	e.replicates(1, 0, "/still-serving")
@@ -156,12 +195,11 @@ func TestQuorumTLSRefusesUntrustedMember(t *testing.T) {
 
 func TestQuorumTLSRollingUpgrade(t *testing.T) {
 	pki := newQuorumPKI(t)
-	e := newEnsemble(t, 3)
 	// ZooKeeper's procedure, step 1 done: every member has its keystore
 	// and portUnification=true, and still dials in plaintext.
-	for i := range e.cfgs {
-		pki.useTLS(t, &e.cfgs[i], nil, false, true)
-	}
+	e := newSecuredEnsemble(t, func(i int, cfg *conf.Config) {
+		pki.useTLS(t, cfg, nil, false, true)
+	})
 	e.launch(3)
 	e.replicates(0, 2, "/plain")
 	// Step 2, one member at a time: sslQuorum=true.
@@ -207,19 +245,18 @@ func useQuorumSASL(cfg *conf.Config, jaas string, require bool) {
 
 func TestQuorumSASLRefusesAWrongPassword(t *testing.T) {
 	right, wrong := writeQuorumJAAS(t, "quorum-secret"), writeQuorumJAAS(t, "not-the-secret")
-	e := newEnsemble(t, 3)
-	for i := range e.cfgs {
+	e := newSecuredEnsemble(t, func(i int, cfg *conf.Config) {
 		jaas := right
 		if i == 2 {
 			jaas = wrong
 		}
-		useQuorumSASL(&e.cfgs[i], jaas, true)
-	}
+		useQuorumSASL(cfg, jaas, true)
+	})
 	e.launch(2)
 	e.replicates(0, 1, "/sasl")
 	e.logged("a member refusing member 3's login", []int{0, 1}, "level=WARN", `wrong password for \"zkpeer\"`)
 	e.logged("member 3 told of the refusal", []int{2}, "level=WARN", "refused by the member: login failed")
-	if mode := e.mode(2); mode == "leader" || mode == "follower" {
+	if mode := e.Mode(2); mode == "leader" || mode == "follower" {
 		t.Fatalf("the member with the wrong password is a %s", mode)
 	}
 	e.replicates(1, 0, "/sasl-still-serving")
@@ -230,14 +267,13 @@ func TestQuorumSASLWithoutRequireLetsEveryMemberIn(t *testing.T) {
 	// log in, so even a wrong QuorumLearner password joins (ZooKeeper's
 	// first rolling-upgrade step).
 	right, wrong := writeQuorumJAAS(t, "quorum-secret"), writeQuorumJAAS(t, "not-the-secret")
-	e := newEnsemble(t, 3)
-	for i := range e.cfgs {
+	e := newSecuredEnsemble(t, func(i int, cfg *conf.Config) {
 		jaas := right
 		if i == 2 {
 			jaas = wrong
 		}
-		useQuorumSASL(&e.cfgs[i], jaas, false)
-	}
+		useQuorumSASL(cfg, jaas, false)
+	})
 	e.launch(3)
 	e.replicates(0, 2, "/open")
 	e.replicates(2, 1, "/open2")

@@ -31,7 +31,7 @@ func roHandshake(t *testing.T, addr string, readOnly bool, sid int64, passwd []b
 func adminReadOnly(t *testing.T, e *ensemble, i int) bool {
 	t.Helper()
 	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + e.ops[i].AdminAddr().String() + "/commands/is_read_only")
+	resp, err := c.Get("http://" + e.Member(i).ops.AdminAddr().String() + "/commands/is_read_only")
 	if err != nil {
 		t.Fatalf("is_read_only: %v", err)
 	}
@@ -65,8 +65,8 @@ func TestReadOnlyModeIsolatedMember(t *testing.T) {
 
 func testReadOnlyIsolation(t *testing.T, pick func(leader int) int) {
 	e, links := proxiedEnsemble(t, 3, readOnlyMode)
-	m := pick(e.leader())
-	addr := e.addr(m)
+	m := pick(e.Leader())
+	addr := e.Addr(m)
 
 	// A global session on m, which also writes the state to read later.
 	global := dialRaw(t, addr)
@@ -181,8 +181,8 @@ func checkReadOnlySession(t *testing.T, ro *rawClient, lastZxid int64) {
 // isolated member serves nobody, and isro answers null.
 func TestReadOnlyModeOffIsolatedMember(t *testing.T) {
 	e, links := proxiedEnsemble(t, 3)
-	m := (e.leader() + 1) % 3
-	addr := e.addr(m)
+	m := (e.Leader() + 1) % 3
+	addr := e.Addr(m)
 	isolate(links, m, true)
 	testutil.Eventually(t, 20*time.Second, "isro answering null", func() bool {
 		out, _ := testutil.FourLetter(addr, "isro")

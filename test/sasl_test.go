@@ -303,7 +303,7 @@ func TestSASLConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		cfg := saslConfig(t, nil)
 		tt.adjust(&cfg)
-		srv, err := server.New(server.Options{Config: cfg, InMemory: true})
+		srv, err := server.New(server.Options{Config: cfg})
 		if err == nil {
 			srv.Close()
 		}

@@ -3,12 +3,10 @@ package test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -25,8 +23,6 @@ import (
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
-	"github.com/zkserverd/zkserverd/server"
-	"github.com/zkserverd/zkserverd/server/ops"
 )
 
 // End-to-end watch tests (issue "Watches"). Raw clients give the exact
@@ -657,15 +653,9 @@ func TestNotificationBeforeWriteReply(t *testing.T) {
 //     registers its watcher when the reply arrives; an earlier event would
 //     be lost and the watch never fire).
 func TestEventBeforeNewDataOnRead(t *testing.T) {
-	srv, err := server.New(server.Options{Config: wConfig(t), Logger: testutil.Logger(t, slog.LevelInfo), InMemory: true, Operator: ops.New(ops.Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	addr := srv.Addr().String()
+	cfg := wConfig(t)
+	cfg.ForceSync = false // many writes; their order, not their durability, is under test
+	addr := startServer(t, cfg).Addr().String()
 	r := wOpen(t, addr, 30000)
 	r.wMust(wCreateData("/hot", "0"))
 
@@ -1131,108 +1121,8 @@ func TestSetWatchesOnReconnect(t *testing.T) {
 	}
 }
 
-// wproxy relays loopback TCP connections to a server. setDown(true) cuts
-// every relayed connection and refuses new ones until setDown(false).
-type wproxy struct {
-	ln     net.Listener
-	target string
-	wg     sync.WaitGroup
-
-	mu    sync.Mutex // guards down and conns
-	down  bool
-	conns map[net.Conn]struct{}
-}
-
-func wNewProxy(t *testing.T, target string) *wproxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &wproxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.acceptLoop()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *wproxy) addr() string { return p.ln.Addr().String() }
-
-func (p *wproxy) acceptLoop() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		if p.isDown() {
-			c.Close()
-			continue
-		}
-		s, err := net.DialTimeout("tcp", p.target, 2*time.Second)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		if !p.track(c, s) {
-			continue
-		}
-		p.wg.Add(2)
-		go p.pipe(c, s)
-		go p.pipe(s, c)
-	}
-}
-
-func (p *wproxy) isDown() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.down
-}
-
-// track registers a relayed pair, or closes it if the proxy went down.
-func (p *wproxy) track(a, b net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.down {
-		a.Close()
-		b.Close()
-		return false
-	}
-	p.conns[a] = struct{}{}
-	p.conns[b] = struct{}{}
-	return true
-}
-
-func (p *wproxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-	p.mu.Lock()
-	delete(p.conns, dst)
-	delete(p.conns, src)
-	p.mu.Unlock()
-}
-
-func (p *wproxy) setDown(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-	if down {
-		for c := range p.conns {
-			c.Close()
-		}
-	}
-}
-
-func (p *wproxy) close() {
-	p.ln.Close()
-	p.setDown(true)
-	p.wg.Wait()
-}
-
 // wConnectVia opens a go-zookeeper session through a proxy.
-func wConnectVia(t *testing.T, p *wproxy) *zk.Conn {
+func wConnectVia(t *testing.T, p *linkProxy) *zk.Conn {
 	t.Helper()
 	c, _ := testutil.Connect(t, p.addr(), 8*time.Second)
 	return c
@@ -1325,13 +1215,13 @@ func TestGoClientReconnectGetsMissedEvents(t *testing.T) {
 	addr := wServer(t)
 	writer, _ := testutil.Connect(t, addr, 10*time.Second)
 	wCreateTree(t, writer, "/gz", "/gz/kids", "/gz/same")
-	p := wNewProxy(t, addr)
+	p := newLinkProxy(t, addr)
 	c := wConnectVia(t, p)
 	sid := c.SessionID()
 	w := wArmGo(t, c, "/gz")
-	p.setDown(true)
+	p.setCut(true)
 	wMissEvents(t, writer, "/gz")
-	p.setDown(false)
+	p.setCut(false)
 	wCheckGoWatches(t, w, writer, "/gz")
 	if c.SessionID() != sid {
 		t.Fatalf("session changed across the reconnect: %x -> %x", sid, c.SessionID())
@@ -1349,12 +1239,12 @@ func TestWatchesAcrossServerRestart(t *testing.T) {
 	writer1, _ := testutil.Connect(t, addr, 10*time.Second)
 	wCreateTree(t, writer1, "/rs", "/rs/kids", "/rs/same")
 	writer1.Close()
-	p := wNewProxy(t, addr)
+	p := newLinkProxy(t, addr)
 	c := wConnectVia(t, p)
 	sid := c.SessionID()
 	w := wArmGo(t, c, "/rs")
 
-	p.setDown(true)
+	p.setCut(true)
 	if err := srv1.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
@@ -1362,7 +1252,7 @@ func TestWatchesAcrossServerRestart(t *testing.T) {
 	srv2 := startServer(t, cfg)
 	writer2, _ := testutil.Connect(t, srv2.Addr().String(), 10*time.Second)
 	wMissEvents(t, writer2, "/rs")
-	p.setDown(false)
+	p.setCut(false)
 	wCheckGoWatches(t, w, writer2, "/rs")
 	if c.SessionID() != sid {
 		t.Fatalf("session changed across the restart: %x -> %x", sid, c.SessionID())
@@ -1375,21 +1265,7 @@ func TestWatchesAcrossServerRestart(t *testing.T) {
 // wMntr returns one numeric mntr value.
 func wMntr(t *testing.T, addr, key string) int64 {
 	t.Helper()
-	out, err := testutil.FourLetter(addr, "mntr")
-	if err != nil {
-		t.Fatalf("mntr: %v", err)
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if k, v, ok := strings.Cut(line, "\t"); ok && k == key {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatalf("mntr %s = %q", key, v)
-			}
-			return n
-		}
-	}
-	t.Fatalf("mntr has no %s:\n%s", key, out)
-	return 0
+	return testutil.FourLetterNumber(t, addr, "mntr", key+"\t", 10)
 }
 
 func wFourLetter(t *testing.T, addr, cmd string) string {
@@ -1478,16 +1354,7 @@ func TestSlowConsumerDisconnected(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves ~100 MB through the server")
 	}
-	cfg := wConfig(t)
-	srv, err := server.New(server.Options{Config: cfg, Logger: testutil.Logger(t, slog.LevelInfo), InMemory: true, Operator: ops.New(ops.Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	addr := srv.Addr().String()
+	addr := startServer(t, wConfig(t)).Addr().String()
 
 	// Nine nodes with ~100 KB names: one multi setting all of them is just
 	// under the 1 MiB frame limit and queues nine ~100 KB notifications.

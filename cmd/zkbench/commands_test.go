@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/internal/bench"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/servertest"
 )
@@ -90,11 +90,9 @@ func TestFreePort(t *testing.T) {
 // saved files and the JSON fields; a second run against a refusing
 // endpoint still succeeds, with a warning.
 func TestRunProfileFlags(t *testing.T) {
-	cfg := conf.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.DataLogDir = cfg.DataDir
-	cfg.ClientPortAddress, cfg.ClientPort, cfg.MaxClientCnxns = "127.0.0.1", 0, 0
-	addr := servertest.Start(t, server.Options{Config: cfg, InMemory: true}).Addr().String()
+	cfg := testutil.Config(t.TempDir())
+	cfg.ForceSync = false // the workload's speed is not under test
+	addr := servertest.Start(t, server.Options{Config: cfg}).Addr().String()
 
 	profile := append([]byte{0x1f, 0x8b}, "fake profile"...)
 	var mu sync.Mutex // guards queries

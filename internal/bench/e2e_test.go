@@ -16,11 +16,13 @@ import (
 	"github.com/zkserverd/zkserverd/server/servertest"
 )
 
-// startServer runs an in-process zkserverd on a free loopback port.
+// startServer runs an in-process zkserverd on a free loopback port, with
+// forceSync=no: the tests check the load generator, not the disk.
 func startServer(t *testing.T) string {
 	t.Helper()
 	cfg := testutil.Config(t.TempDir())
-	return servertest.Start(t, server.Options{Config: cfg, InMemory: true}).Addr().String()
+	cfg.ForceSync = false
+	return servertest.Start(t, server.Options{Config: cfg}).Addr().String()
 }
 
 // shortConfig is a small, brief run against addr. The server runs in this

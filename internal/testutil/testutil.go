@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +116,28 @@ func FourLetterLine(addr, word, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// FourLetterNumber returns the number (in base) that follows prefix on a
+// line of word's reply, such as srvr's "Zxid: 0x" (base 16) or mntr's
+// "zk_watch_count\t" (base 10); it fails the test when there is none.
+func FourLetterNumber(t testing.TB, addr, word, prefix string, base int) int64 {
+	t.Helper()
+	out, err := FourLetter(addr, word)
+	if err != nil {
+		t.Fatalf("%s %s: %v", word, addr, err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			n, err := strconv.ParseInt(v, base, 64)
+			if err != nil {
+				t.Fatalf("%s %s: %q after %q: %v", word, addr, v, prefix, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("%s of %s has no line starting %q:\n%s", word, addr, prefix, out)
+	return 0
 }
 
 // QuietLogger discards go-zookeeper's logs.

@@ -61,3 +61,24 @@ func TestConfigIsLoopbackWithPickedPorts(t *testing.T) {
 		t.Fatalf("data in %q and %q, want %q", cfg.DataDir, cfg.DataLogDir, dir)
 	}
 }
+
+// TestFourLetterNumber: the number after the prefix is parsed in the
+// given base.
+func TestFourLetterNumber(t *testing.T) {
+	tests := []struct {
+		name, reply, prefix string
+		base                int
+		want                int64
+	}{
+		{"hex zxid", "Zookeeper version: x\nZxid: 0x10000002a\nMode: leader\n", "Zxid: 0x", 16, 0x10000002a},
+		{"decimal mntr value", "zk_version\t3.8\nzk_watch_count\t12\n", "zk_watch_count\t", 10, 12},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := FourLetterServer(t, tc.reply)
+			if got := FourLetterNumber(t, addr, "srvr", tc.prefix, tc.base); got != tc.want {
+				t.Errorf("FourLetterNumber = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -28,10 +28,12 @@ import (
 )
 
 // opsConfig is testutil's standalone loopback configuration in a fresh
-// directory, with /metrics on a port the system picks too.
+// directory, with /metrics on a port the system picks too, and
+// forceSync=no (a test that observes fsyncs turns it on).
 func opsConfig(t *testing.T) conf.Config {
 	t.Helper()
 	cfg := testutil.Config(t.TempDir())
+	cfg.ForceSync = false
 	cfg.MetricsProviderClassName = PrometheusMetricsProvider
 	cfg.MetricsHTTPPort = 0
 	cfg.Extra = map[string]string{metricsHostKey: "127.0.0.1"}
@@ -42,7 +44,6 @@ func opsConfig(t *testing.T) conf.Config {
 // operator surfaces'.
 type testOptions struct {
 	Config     conf.Config
-	InMemory   bool
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
@@ -58,7 +59,7 @@ type testServer struct {
 // it.
 func newTestServer(opts testOptions) (*testServer, error) {
 	o := New(Options{Registerer: opts.Registerer, Gatherer: opts.Gatherer})
-	s, err := server.New(server.Options{Config: opts.Config, InMemory: opts.InMemory, Logger: opts.Logger, Operator: o})
+	s, err := server.New(server.Options{Config: opts.Config, Logger: opts.Logger, Operator: o})
 	if err != nil {
 		return nil, err
 	}
@@ -68,8 +69,7 @@ func newTestServer(opts testOptions) (*testServer, error) {
 // Start starts the server, which starts the surfaces.
 func (s *testServer) Start(ctx context.Context) error { return s.Server.Start(ctx) }
 
-// startOpsServer starts a server (in memory unless opts say otherwise) and
-// closes it when the test ends.
+// startOpsServer starts a server and closes it when the test ends.
 func startOpsServer(t *testing.T, opts testOptions) *testServer {
 	t.Helper()
 	if opts.Logger == nil {
@@ -236,7 +236,7 @@ func populate(t *testing.T, c *zk.Conn) {
 // the reply captured from ZooKeeper 3.8.0: byte for byte where the reply
 // does not depend on the run, else key by key and kind by kind.
 func TestAdminCommandsMatchSamples(t *testing.T) {
-	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t)})
 	c := opsClient(t, s)
 	populate(t, c)
 
@@ -297,7 +297,7 @@ func TestAdminCommandsMatchSamples(t *testing.T) {
 // provider adds hundreds of metric keys), system_properties the properties
 // that exist here.
 func TestAdminMonitorAndProperties(t *testing.T) {
-	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t)})
 	got := decodeJSON(t, "monitor", adminGet(t, s, "monitor"))
 	want := decodeJSON(t, "sample", readSample(t, "monitor.standalone.json"))
 	var mntr []string
@@ -350,7 +350,7 @@ func TestAdminMonitorAndProperties(t *testing.T) {
 
 // TestAdminValues checks that the JSON carries the server's own values.
 func TestAdminValues(t *testing.T) {
-	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t)})
 	c := opsClient(t, s)
 	populate(t, c)
 	sid := json.Number(strconv.FormatInt(c.SessionID(), 10))
@@ -405,7 +405,7 @@ func TestAdminValues(t *testing.T) {
 
 // TestAdminHTTP checks routing, methods, the index and errors.
 func TestAdminHTTP(t *testing.T) {
-	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t)})
 	base := "http://" + s.AdminAddr().String()
 	cases := []struct {
 		name, method, path string
@@ -445,7 +445,7 @@ func TestAdminHTTP(t *testing.T) {
 func TestAdminCommandURL(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.AdminCommandURL = "/zk/cmds/"
-	s := startOpsServer(t, testOptions{Config: cfg, InMemory: true})
+	s := startOpsServer(t, testOptions{Config: cfg})
 	base := "http://" + s.AdminAddr().String()
 	status, _, body := httpDo(t, "GET", base+"/zk/cmds")
 	if status != 200 || !strings.HasPrefix(body, "<a href=\"/zk/cmds/configuration\">configuration</a>\n<br/>\n") {
@@ -470,13 +470,13 @@ func getBody(t *testing.T, url string) string {
 func TestAdminDisabledAndBusy(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.AdminEnableServer = false
-	if s := startOpsServer(t, testOptions{Config: cfg, InMemory: true}); s.AdminAddr() != nil {
+	if s := startOpsServer(t, testOptions{Config: cfg}); s.AdminAddr() != nil {
 		t.Errorf("AdminServer at %v although disabled", s.AdminAddr())
 	}
-	first := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
+	first := startOpsServer(t, testOptions{Config: opsConfig(t)})
 	cfg = opsConfig(t)
 	cfg.AdminServerPort = portOf(first.AdminAddr())
-	second := startOpsServer(t, testOptions{Config: cfg, InMemory: true})
+	second := startOpsServer(t, testOptions{Config: cfg})
 	if second.AdminAddr() != nil {
 		t.Errorf("second AdminServer on a busy port: %v", second.AdminAddr())
 	}
@@ -662,35 +662,16 @@ func TestAdminEnsembleMatchesSamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an ensemble")
 	}
-	// Peer ports are fixed in the configuration: package ports picks them
-	// where no other test can take one before the member binds it.
-	picker := ports.ForServer()
-	freePort := func() int { return picker.Free(t) }
-	var members []conf.Server
-	for id := int64(1); id <= 3; id++ {
-		members = append(members, conf.Server{ID: id, Host: "127.0.0.1", PeerPort: freePort(), ElectionPort: freePort()})
-	}
-	var servers []*testServer
-	for _, m := range members {
-		cfg := opsConfig(t)
-		cfg.TickTime = 200
-		cfg.Servers, cfg.MyID = members, m.ID
-		servers = append(servers, startOpsServer(t, testOptions{Config: cfg, InMemory: true}))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var leader *testServer
-	for _, s := range servers {
-		if err := s.WaitServing(ctx); err != nil {
-			t.Fatalf("member %d: %v", s.cfg.MyID, err)
-		}
-		if s.Replica().IsLeader() {
-			leader = s
-		}
-	}
-	if leader == nil {
-		t.Fatal("no leader")
-	}
+	e := testutil.StartEnsemble(t, testutil.EnsembleSpec[*testServer]{Size: 3, Ports: ports.ForOps(),
+		Base: func(int) conf.Config {
+			cfg := opsConfig(t)
+			cfg.TickTime = 200
+			return cfg
+		},
+		New: func(_ int, cfg conf.Config) (*testServer, error) {
+			return newTestServer(testOptions{Config: cfg, Logger: testutil.Logger(t, slog.LevelWarn)})
+		}})
+	leader := e.Member(e.Leader())
 	for _, cmd := range []string{"leader", "zabstate", "voting_view", "server_stats"} {
 		got := decodeJSON(t, cmd, adminGet(t, leader, cmd))
 		want := decodeJSON(t, cmd, readSample(t, cmd+".leader.json"))
@@ -698,7 +679,8 @@ func TestAdminEnsembleMatchesSamples(t *testing.T) {
 			t.Errorf("%s", d)
 		}
 	}
-	for _, s := range servers {
+	for i := range e.Size() {
+		s := e.Member(i)
 		got := decodeJSON(t, "leader", adminGet(t, s, "lead"))
 		if got["is_leader"] != (s == leader) || got["leader_id"] != json.Number(strconv.FormatInt(leader.cfg.MyID, 10)) {
 			t.Errorf("member %d: leader reply %v", s.cfg.MyID, got)

@@ -47,7 +47,7 @@ func scrape(t *testing.T, s *testServer) map[string]float64 {
 // TestMetricsNames checks that /metrics has ZooKeeper's names, the latency
 // summaries with their quantiles, and the runtime collectors.
 func TestMetricsNames(t *testing.T) {
-	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t)})
 	m := scrape(t, s)
 	var want []string
 	for _, g := range s.gauges() {
@@ -81,7 +81,7 @@ func TestMetricsNames(t *testing.T) {
 // TestMetricsFollowOperations checks that the gauges move with what
 // clients do.
 func TestMetricsFollowOperations(t *testing.T) {
-	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t)})
 	before := scrape(t, s)
 	c := opsClient(t, s)
 	for i := range 3 {
@@ -124,7 +124,7 @@ func TestMetricsFollowOperations(t *testing.T) {
 // TestObserveRequest checks the split of latencies between readlatency and
 // updatelatency, and fsynctime's unit.
 func TestObserveRequest(t *testing.T) {
-	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t)})
 	before := scrape(t, s)
 	s.ObserveRequest(jute.OpGetData, 2*time.Millisecond)
 	s.ObserveRequest(jute.OpPing, time.Millisecond)
@@ -152,7 +152,9 @@ func TestObserveRequest(t *testing.T) {
 // reach fsynctime (/metrics and mntr); server_stats'
 // fsync_threshold_exceed_count is the log's count.
 func TestFsyncTimeObservesLogFsyncs(t *testing.T) {
-	s := startOpsServer(t, testOptions{Config: opsConfig(t)})
+	cfg := opsConfig(t)
+	cfg.ForceSync = true
+	s := startOpsServer(t, testOptions{Config: cfg})
 	c := opsClient(t, s)
 	before := scrape(t, s)
 	for i := range 3 {
@@ -177,8 +179,8 @@ func TestFsyncTimeObservesLogFsyncs(t *testing.T) {
 // TestTwoServersInOneProcess: each server has its own registry, ports and
 // values.
 func TestTwoServersInOneProcess(t *testing.T) {
-	a := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
-	b := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
+	a := startOpsServer(t, testOptions{Config: opsConfig(t)})
+	b := startOpsServer(t, testOptions{Config: opsConfig(t)})
 	if a.MetricsAddr().String() == b.MetricsAddr().String() || a.AdminAddr().String() == b.AdminAddr().String() {
 		t.Fatalf("shared endpoints: %v %v / %v %v", a.MetricsAddr(), b.MetricsAddr(), a.AdminAddr(), b.AdminAddr())
 	}
@@ -207,7 +209,7 @@ func TestMetricsProviderChoice(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.MetricsProviderClassName = "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider"
 	cfg.Extra["metricsProvider.exportJvmInfo"] = "false"
-	s := startOpsServer(t, testOptions{Config: cfg, InMemory: true})
+	s := startOpsServer(t, testOptions{Config: cfg})
 	if s.MetricsAddr() != nil {
 		t.Errorf("/metrics served at %v with the default provider", s.MetricsAddr())
 	}
@@ -238,7 +240,7 @@ func TestCallerRegistry(t *testing.T) {
 	reg.MustRegister(collectors.NewGoCollector())
 	for round := range 2 {
 		cfg := opsConfig(t)
-		s, err := newTestServer(testOptions{Config: cfg, InMemory: true, Registerer: reg})
+		s, err := newTestServer(testOptions{Config: cfg, Registerer: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +271,7 @@ func TestMetricsPortBusy(t *testing.T) {
 	defer ln.Close()
 	cfg := opsConfig(t)
 	cfg.MetricsHTTPPort = portOf(ln.Addr())
-	s, err := newTestServer(testOptions{Config: cfg, InMemory: true})
+	s, err := newTestServer(testOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +295,7 @@ func jsonNumberOf(n int) any { return json.Number(strconv.Itoa(n)) }
 // TestDocsUseExportedMetrics checks that every series the alert rules and
 // the Grafana dashboard select is one /metrics serves.
 func TestDocsUseExportedMetrics(t *testing.T) {
-	s := startOpsServer(t, testOptions{Config: opsConfig(t), InMemory: true})
+	s := startOpsServer(t, testOptions{Config: opsConfig(t)})
 	served := make(map[string]bool)
 	for series := range scrape(t, s) {
 		name, _, _ := strings.Cut(series, "{")
@@ -346,7 +348,7 @@ func TestDocsUseExportedMetrics(t *testing.T) {
 // be gathered.
 func TestNoGatherer(t *testing.T) {
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"member": "1"}, prometheus.NewRegistry())
-	s, err := newTestServer(testOptions{Config: opsConfig(t), InMemory: true, Registerer: reg})
+	s, err := newTestServer(testOptions{Config: opsConfig(t), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

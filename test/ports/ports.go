@@ -30,6 +30,12 @@ func newPicker(first, count int) *Picker {
 
 // The bands, one per test package that picks ports.
 
+// ForTestutil is internal/testutil's band, 15000-15999.
+func ForTestutil() *Picker { return newPicker(15000, 1000) }
+
+// ForOps is the server/ops package's band, 16000-16999.
+func ForOps() *Picker { return newPicker(16000, 1000) }
+
 // ForServer is the server package's band, 17000-19999.
 func ForServer() *Picker { return newPicker(17000, 3000) }
 
