@@ -114,7 +114,7 @@ func TestEnsembleCfg(t *testing.T) {
 		{kindZooKeeper, true, append(local, common...), []string{"readonlymode.enabled=true"}},
 	}
 	for _, tt := range tests {
-		cfg := ensembleCfg(tt.kind, all[1], all, tt.readOnly)
+		cfg := ensembleCfg(tt.kind, all[1], all, tt.readOnly, "")
 		lines := splitLines(cfg)
 		for _, w := range tt.want {
 			if !slices.Contains(lines, w) {

@@ -36,6 +36,8 @@ var javaClasspath = []string{
 	"/usr/share/java/curator-client.jar",
 	"/usr/share/java/zookeeper.jar",
 	"/usr/share/java/zookeeper-jute.jar",
+	"/usr/share/java/netty-codec.jar", // the Netty client socket (TLS), see nettyJars
+	"/usr/share/java/netty-resolver.jar",
 	"/usr/share/java/guava.jar",
 	"/usr/share/java/slf4j-api.jar",
 	"/usr/share/java/slf4j-nop.jar",
