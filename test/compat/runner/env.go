@@ -15,6 +15,7 @@ var debianPackages = []string{
 	"zookeeper",                 // Apache ZooKeeper 3.8 server jars + zkCli.sh
 	"zookeeper-bin",             // C client cli_mt
 	"python3-kazoo",             // kazoo for /usr/bin/python3
+	"python3-pure-sasl",         // kazoo's SASL (kazoo/sasl)
 	"libcurator-framework-java", // Curator 5
 	"libcurator-recipes-java",   // Curator 5 recipes
 	"openjdk-17-jdk-headless",   // javac for the Curator program
