@@ -125,6 +125,7 @@ public final class JavaCompat {
         m.put("api", JavaCompat::api);
         m.put("sasl", JavaCompat::sasl);
         m.put("tls", JavaCompat::tls);
+        m.put("kerberos", JavaCompat::kerberos);
         m.put("ensemble-kill-leader", c -> c.ensembleKill(true));
         m.put("ensemble-kill-follower", c -> c.ensembleKill(false));
         m.put("ensemble-readonly", JavaCompat::ensembleReadOnly);
@@ -910,6 +911,28 @@ public final class JavaCompat {
         anon.close();
         bob.close();
         java.nio.file.Files.deleteIfExists(jaas);
+    }
+
+    // kerberos logs in with GSSAPI from the JAAS Client section named on
+    // the command line (test/kerberos_test.go: a Krb5LoginModule keytab
+    // login as client@EXAMPLE.TEST against zookeeper/localhost; the server
+    // drops the realm), so the identity is sasl:client. An anonymous
+    // client is refused the node that identity made.
+    private void kerberos() throws Exception {
+        String base = "/java-kerberos";
+        Handle h = new Handle(connect, 10_000, new ZKClientConfig());
+        if (!check(h.awaitEvent("SaslAuthenticated None null") != null, "GSSAPI login succeeds", h.seen.toString())) {
+            return;
+        }
+        check(whoAmI(h.zk).contains("sasl:client"), "whoAmI lists sasl:client", whoAmI(h.zk));
+        h.zk.create(base, bytes("k"), acl(new ACL(ZooDefs.Perms.ALL, new Id("sasl", "client"))), CreateMode.PERSISTENT);
+        equal(new String(h.zk.getData(base, false, null), StandardCharsets.UTF_8), "k", "the client reads its node");
+        Handle anon = new Handle(connect, 10_000, plainConfig());
+        check(anon.awaitEvent("SyncConnected None null") != null, "an anonymous client connects");
+        equal(code(() -> anon.zk.getData(base, false, null)), "NOAUTH", "an anonymous client may not read it");
+        anon.close();
+        h.zk.delete(base, -1);
+        h.close();
     }
 
     // --- TLS -------------------------------------------------------------

@@ -37,7 +37,8 @@ type scenario struct {
 
 // Scenario names of the programs that take a scenario argument. They must
 // match the names the programs accept (kazoo/scenarios.py,
-// java/JavaCompat.java, goclient/main.go).
+// java/JavaCompat.java, goclient/main.go). Their "kerberos" scenarios need
+// a KDC: test/kerberos_test.go runs them, not the runner.
 var (
 	kazooScenarios = []string{"crud", "transaction", "acl", "precedence", "session",
 		"fourletter", "lock", "rwlock", "election", "barrier", "doublebarrier", "queue",
