@@ -355,16 +355,14 @@ func startZooKeeperKerberos(t *testing.T, k *kdc) int {
 	return port
 }
 
-// TestKerberosJavaClient runs the stock Java client's GSSAPI login (JAAS
-// Client section with a Krb5LoginModule keytab) against zkserverd and, for
-// comparison, against Apache ZooKeeper configured the same way: the
-// compat program's "kerberos" scenario checks the identity sasl:client, a
-// sasl ACL and an anonymous NoAuth.
-func TestKerberosJavaClient(t *testing.T) {
-	k := startKDC(t)
-	classpath := buildJavaCompat(t)
-	clientJAAS := kerberosJAAS(t, "Client", k.clientKeytab, "client@"+krbRealm)
-	servers := []struct {
+// kerberosServers are the servers the stock clients log in to: zkserverd
+// (in process, kerberosConfig with removeRealmFromPrincipal) and Apache
+// ZooKeeper configured the same way; start returns the client port.
+func kerberosServers(k *kdc) []struct {
+	name  string
+	start func(t *testing.T) int
+} {
+	return []struct {
 		name  string
 		start func(t *testing.T) int
 	}{
@@ -374,7 +372,18 @@ func TestKerberosJavaClient(t *testing.T) {
 		}},
 		{"zookeeper", func(t *testing.T) int { return startZooKeeperKerberos(t, k) }},
 	}
-	for _, s := range servers {
+}
+
+// TestKerberosJavaClient runs the stock Java client's GSSAPI login (JAAS
+// Client section with a Krb5LoginModule keytab) against zkserverd and, for
+// comparison, against Apache ZooKeeper configured the same way: the
+// compat program's "kerberos" scenario checks the identity sasl:client, a
+// sasl ACL and an anonymous NoAuth.
+func TestKerberosJavaClient(t *testing.T) {
+	k := startKDC(t)
+	classpath := buildJavaCompat(t)
+	clientJAAS := kerberosJAAS(t, "Client", k.clientKeytab, "client@"+krbRealm)
+	for _, s := range kerberosServers(k) {
 		t.Run(s.name, func(t *testing.T) {
 			port := s.start(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -393,6 +402,45 @@ func TestKerberosJavaClient(t *testing.T) {
 				"ok   an anonymous client may not read it = NOAUTH", "kerberos: 0 failed check(s)"} {
 				if !strings.Contains(string(out), want) {
 					t.Errorf("no line %q in the client's output:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
+// TestKerberosKazoo runs kazoo's GSSAPI login (python3-pure-sasl over
+// python3-kerberos, with a ticket cache kinit fills from the client keytab)
+// against zkserverd and Apache ZooKeeper: the compat program's "kerberos"
+// scenario checks that the auth ACL expands to sasl:client and an
+// anonymous read gets NoAuth.
+func TestKerberosKazoo(t *testing.T) {
+	k := startKDC(t)
+	kinit := krbTool(t, "kinit")
+	if out, err := exec.Command("/usr/bin/python3", "-c", "import kazoo, puresasl, kerberos").CombinedOutput(); err != nil {
+		t.Fatalf("kazoo, pure-sasl or kerberos missing for /usr/bin/python3 (run `make kerberos`): %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "KRB5_CONFIG="+k.krb5conf,
+		"KRB5CCNAME=FILE:"+filepath.Join(t.TempDir(), "ccache"), "PYTHONDONTWRITEBYTECODE=1")
+	cmd := exec.Command(kinit, "-kt", k.clientKeytab, "client@"+krbRealm)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kinit: %v\n%s", err, out)
+	}
+	for _, s := range kerberosServers(k) {
+		t.Run(s.name, func(t *testing.T) {
+			port := s.start(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "/usr/bin/python3", filepath.Join("compat", "kazoo", "scenarios.py"),
+				fmt.Sprintf("localhost:%d", port), "kerberos")
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("kazoo: %v\n%s", err, out)
+			}
+			for _, want := range []string{"ok   the auth ACL expands to the Kerberos identity", "kerberos: 0 failed check(s)"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("no line %q in kazoo's output:\n%s", want, out)
 				}
 			}
 		})

@@ -1045,8 +1045,34 @@ def scenario_sasl(c, hosts, zk):
     zk.delete(base)
 
 
+def connect_gssapi(hosts):
+    client = KazooClient(hosts=hosts, timeout=10.0, sasl_options={"mechanism": "GSSAPI"})
+    client.start(timeout=WAIT)
+    return client
+
+
+def scenario_kerberos(c, hosts, zk):
+    """GSSAPI through puresasl and python3-kerberos with the ticket cache of
+    KRB5CCNAME (test/kerberos_test.go: client@EXAMPLE.TEST, the server drops
+    the realm; HOSTS names localhost, so the ticket is for
+    zookeeper/localhost)."""
+    base = "/kazoo-kerberos"
+    zk.create(base, b"k", acl=[ACL(Permissions.ALL, Id("auth", ""))])
+    acls, _ = zk.get_acls(base)
+    c.equal([(a.perms, a.id.scheme, a.id.id) for a in acls], [(31, "sasl", "client")],
+            "the auth ACL expands to the Kerberos identity")
+    c.equal(zk.get(base)[0], b"k", "the client reads its node")
+    anon = connect(hosts)
+    try:
+        c.raises(NoAuthError, lambda: anon.get(base), "an anonymous read")
+    finally:
+        anon.stop()
+        anon.close()
+    zk.delete(base)
+
+
 # Scenarios whose first client is not the plain anonymous one.
-CONNECTORS = {"tls": connect_tls, "sasl": connect_sasl}
+CONNECTORS = {"tls": connect_tls, "sasl": connect_sasl, "kerberos": connect_gssapi}
 
 
 SCENARIOS = {name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items()
