@@ -64,6 +64,9 @@ func makeKeys(ctx context.Context, dir string) (keys, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return k, fmt.Errorf("make keys: %w", err)
 	}
+	if err := os.WriteFile(k.path("client-jaas.conf"), []byte(clientJAAS), 0o644); err != nil {
+		return k, fmt.Errorf("make keys: %w", err)
+	}
 	san := k.path("san.ext")
 	if err := os.WriteFile(san, []byte("subjectAltName=IP:127.0.0.1,DNS:localhost\n"), 0o644); err != nil {
 		return k, fmt.Errorf("make keys: %w", err)
@@ -115,10 +118,24 @@ func (k keys) clientJVMFlags() string {
 	}, " ")
 }
 
+// clientJAAS is the JAAS file of the secured scenarios whose name ends in
+// -sasl: a DIGEST-MD5 login as bob, a user of the servers' JAAS file.
+const clientJAAS = `Client {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+  username="bob"
+  password="bobsecret";
+};
+`
+
 // scenarioEnv is the environment a secured scenario program gets on top of
-// the runner's.
-func (k keys) scenarioEnv() []string {
-	return []string{keysEnv + "=" + string(k), "CLIENT_JVMFLAGS=" + k.clientJVMFlags()}
+// the runner's; with sasl, the Java client (zkCli) also logs in with
+// DIGEST-MD5 through clientJAAS.
+func (k keys) scenarioEnv(sasl bool) []string {
+	flags := k.clientJVMFlags()
+	if sasl {
+		flags += " -Djava.security.auth.login.config=" + k.path("client-jaas.conf")
+	}
+	return []string{keysEnv + "=" + string(k), "CLIENT_JVMFLAGS=" + flags}
 }
 
 // secureCfg is what the secured standalone server adds to zooCfg: a

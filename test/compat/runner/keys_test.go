@@ -57,7 +57,7 @@ func TestMakeKeys(t *testing.T) {
 	if c := readCert(t, k.path("expired.pem")); !time.Now().After(c.NotAfter) {
 		t.Errorf("expired.pem is valid until %v", c.NotAfter)
 	}
-	for _, f := range []string{"truststore.jks", "alice.jks", "server.p12", "alice.p12", "bob.p12", "mallory.p12", "expired.p12", "alice.key"} {
+	for _, f := range []string{"client-jaas.conf", "truststore.jks", "alice.jks", "server.p12", "alice.p12", "bob.p12", "mallory.p12", "expired.p12", "alice.key"} {
 		if st, err := os.Stat(k.path(f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
@@ -113,6 +113,14 @@ func TestSecuredServerSettings(t *testing.T) {
 	}
 	if env := serverEnv(kindZooKeeper, props); env != nil {
 		t.Errorf("ZooKeeper's env = %q, want none", env)
+	}
+	for _, sasl := range []bool{false, true} {
+		env := k.scenarioEnv(sasl)
+		jvm := env[len(env)-1]
+		if env[0] != "ZKCOMPAT_KEYS=/k" || !strings.Contains(jvm, "-Dzookeeper.client.secure=true") ||
+			strings.Contains(jvm, "-Djava.security.auth.login.config=/k/client-jaas.conf") != sasl {
+			t.Errorf("scenarioEnv(%v) = %q", sasl, env)
+		}
 	}
 	quorum := splitLines(k.quorumCfg())
 	if !slices.Contains(quorum, "sslQuorum=true") || !slices.Contains(quorum, "ssl.quorum.trustStore.location=/k/truststore.jks") {

@@ -314,7 +314,7 @@ func (r *runner) runOne(ctx context.Context, sc scenario, servers map[string]*se
 		case sc.ensemble:
 			results[i] = r.runEnsemble(ctx, sc, kind)
 		case sc.secure:
-			results[i] = sc.run(ctx, r.root, servers[serverKey(kind, true)].secureAddr, r.keys.scenarioEnv(), nil)
+			results[i] = sc.run(ctx, r.root, servers[serverKey(kind, true)].secureAddr, r.keys.scenarioEnv(strings.HasSuffix(sc.name, saslSuffix)), nil)
 		default:
 			results[i] = sc.run(ctx, r.root, servers[kind].addr, nil, nil)
 		}

@@ -56,12 +56,14 @@ var (
 // A scenario named client/ensemble-... runs against a fresh ensemble; one
 // whose name also ends in -readonly gets members with read-only mode on,
 // one ending in -quorumtls members with TLS between them. A scenario named
-// client/tls or client/tls-... runs against the secured server.
+// client/tls or client/tls-... runs against the secured server; ending in
+// -sasl, its Java client also logs in with DIGEST-MD5 (keys.scenarioEnv).
 const (
 	ensemblePrefix  = "ensemble-"
 	readOnlySuffix  = "-readonly"
 	quorumTLSSuffix = "-quorumtls"
 	secureFeature   = "tls"
+	saslSuffix      = "-sasl" // a secured scenario that also logs in with DIGEST-MD5
 	ensembleTimeout = 150 * time.Second
 )
 
