@@ -14,8 +14,10 @@
 #
 #   make kerberos          the Kerberos (SASL GSSAPI) integration test, build tag
 #                          kerberos (test/kerberos_test.go): a private realm on a
-#                          loopback krb5kdc; installs krb5-kdc, krb5-admin-server and
-#                          krb5-user with apt-get (as root) when missing
+#                          loopback krb5kdc; a Go client, the Java client and kazoo
+#                          log in to zkserverd (and the stock clients to Apache
+#                          ZooKeeper too); installs KERBEROS_PACKAGES with apt-get
+#                          (as root) when missing
 #
 #   make resources         the flood tests (test/resources_test.go): the built server
 #                          under floods of rejected 1 MB and accepted 512 KiB setData
@@ -70,10 +72,18 @@ chaos:
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) \
 		$(GO) test ./test -run '^TestChaos$$' -count=1 -timeout 0 $(ARGS)
 
+# The Kerberos test's packages: the KDC, kinit, and the stock clients it logs
+# in with (the Java client through the compat suite's program, kazoo) and
+# Apache ZooKeeper it compares with.
+KERBEROS_PACKAGES = krb5-kdc krb5-admin-server krb5-user openjdk-17-jdk-headless zookeeper \
+	libcurator-framework-java libcurator-recipes-java libslf4j-java \
+	python3-kazoo python3-pure-sasl python3-kerberos
+
 kerberos:
-	@if [ ! -x /usr/sbin/krb5kdc ] || [ ! -x /usr/sbin/kadmin.local ] || [ ! -x /usr/sbin/kdb5_util ]; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-			krb5-kdc krb5-admin-server krb5-user; \
+	@missing=$$(for p in $(KERBEROS_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 	$(GO) test -tags kerberos ./test -run '^TestKerberos' -count=1 -timeout 5m $(ARGS)
 

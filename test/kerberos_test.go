@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/keytab"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/sasl/gssapitest"
 )
@@ -264,4 +266,182 @@ func TestKerberosLogin(t *testing.T) {
 		}
 		r.expectClosed(5 * time.Second)
 	})
+}
+
+// javaJars is the class path of the compat suite's Java program
+// (test/compat/runner/env.go lists the same Debian jars).
+var javaJars = []string{
+	"/usr/share/java/curator-recipes.jar", "/usr/share/java/curator-framework.jar",
+	"/usr/share/java/curator-client.jar", "/usr/share/java/zookeeper.jar",
+	"/usr/share/java/zookeeper-jute.jar", "/usr/share/java/netty-codec.jar",
+	"/usr/share/java/netty-resolver.jar", "/usr/share/java/guava.jar",
+	"/usr/share/java/slf4j-api.jar", "/usr/share/java/slf4j-nop.jar",
+}
+
+// buildJavaCompat compiles test/compat/java/JavaCompat.java and returns the
+// class path to run it with.
+func buildJavaCompat(t *testing.T) string {
+	t.Helper()
+	for _, f := range append([]string{"/usr/bin/javac", "/usr/share/java/slf4j-simple.jar"}, javaJars...) {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%s missing: run `make kerberos` (it installs the Java client, Curator and ZooKeeper)", f)
+		}
+	}
+	classes := t.TempDir()
+	jars := strings.Join(javaJars, ":")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "javac", "-nowarn", "-cp", jars, "-d", classes,
+		filepath.Join("compat", "java", "JavaCompat.java")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	return classes + ":" + jars
+}
+
+// kerberosJAAS writes a JAAS file with one Krb5LoginModule keytab section.
+func kerberosJAAS(t *testing.T, section, keytab, principal string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "jaas.conf")
+	write(t, path, fmt.Sprintf(`%s {
+  com.sun.security.auth.module.Krb5LoginModule required
+  useKeyTab=true
+  keyTab="%s"
+  storeKey=true
+  useTicketCache=false
+  principal="%s";
+};
+`, section, keytab, principal))
+	return path
+}
+
+// startZooKeeperKerberos runs Apache ZooKeeper (Debian's jars) standalone
+// with a Kerberos JAAS Server section, configured as kerberosConfig
+// configures zkserverd with removeRealmFromPrincipal, and returns its
+// client port.
+func startZooKeeperKerberos(t *testing.T, k *kdc) int {
+	t.Helper()
+	dir := t.TempDir()
+	port := freePort(t)
+	cfg := filepath.Join(dir, "zoo.cfg")
+	write(t, cfg, fmt.Sprintf("tickTime=1000\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\n",
+		filepath.Join(dir, "data"), port))
+	jaas := kerberosJAAS(t, "Server", k.serverKeytab, "zookeeper/localhost@"+krbRealm)
+	cmd := exec.Command("java", "-Xmx256m",
+		"-Djava.security.auth.login.config="+jaas, "-Djava.security.krb5.conf="+k.krb5conf,
+		"-Dzookeeper.authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+		"-Dzookeeper.kerberos.removeRealmFromPrincipal=true",
+		"-cp", "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar",
+		"org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
+	var log strings.Builder
+	cmd.Stdout = &syncWriter{b: &log}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start ZooKeeper: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("ZooKeeper's log:\n%s", log.String())
+		}
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	testutil.Eventually(t, 60*time.Second, "ZooKeeper answering ruok", func() bool {
+		out, err := testutil.FourLetter(addr, "ruok")
+		return err == nil && out == "imok"
+	})
+	return port
+}
+
+// kerberosServers are the servers the stock clients log in to: zkserverd
+// (in process, kerberosConfig with removeRealmFromPrincipal) and Apache
+// ZooKeeper configured the same way; start returns the client port.
+func kerberosServers(k *kdc) []struct {
+	name  string
+	start func(t *testing.T) int
+} {
+	return []struct {
+		name  string
+		start func(t *testing.T) int
+	}{
+		{"zkserverd", func(t *testing.T) int {
+			srv := startServer(t, kerberosConfig(t, k, func(s *conf.SASL) { s.RemoveRealmFromPrincipal = true }))
+			return srv.Addr().(*net.TCPAddr).Port
+		}},
+		{"zookeeper", func(t *testing.T) int { return startZooKeeperKerberos(t, k) }},
+	}
+}
+
+// TestKerberosJavaClient runs the stock Java client's GSSAPI login (JAAS
+// Client section with a Krb5LoginModule keytab) against zkserverd and, for
+// comparison, against Apache ZooKeeper configured the same way: the
+// compat program's "kerberos" scenario checks the identity sasl:client, a
+// sasl ACL and an anonymous NoAuth.
+func TestKerberosJavaClient(t *testing.T) {
+	k := startKDC(t)
+	classpath := buildJavaCompat(t)
+	clientJAAS := kerberosJAAS(t, "Client", k.clientKeytab, "client@"+krbRealm)
+	for _, s := range kerberosServers(k) {
+		t.Run(s.name, func(t *testing.T) {
+			port := s.start(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			// The client asks for a ticket for zookeeper/<host of the
+			// connect string>: localhost, not canonicalized.
+			cmd := exec.CommandContext(ctx, "java", "-Xmx256m",
+				"-Djava.security.auth.login.config="+clientJAAS, "-Djava.security.krb5.conf="+k.krb5conf,
+				"-Dzookeeper.sasl.client.canonicalize.hostname=false",
+				"-cp", classpath, "JavaCompat", fmt.Sprintf("localhost:%d", port), "kerberos")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("Java client: %v\n%s", err, out)
+			}
+			for _, want := range []string{"ok   GSSAPI login succeeds", "ok   whoAmI lists sasl:client",
+				"ok   an anonymous client may not read it = NOAUTH", "kerberos: 0 failed check(s)"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("no line %q in the client's output:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
+// TestKerberosKazoo runs kazoo's GSSAPI login (python3-pure-sasl over
+// python3-kerberos, with a ticket cache kinit fills from the client keytab)
+// against zkserverd and Apache ZooKeeper: the compat program's "kerberos"
+// scenario checks that the auth ACL expands to sasl:client and an
+// anonymous read gets NoAuth.
+func TestKerberosKazoo(t *testing.T) {
+	k := startKDC(t)
+	kinit := krbTool(t, "kinit")
+	if out, err := exec.Command("/usr/bin/python3", "-c", "import kazoo, puresasl, kerberos").CombinedOutput(); err != nil {
+		t.Fatalf("kazoo, pure-sasl or kerberos missing for /usr/bin/python3 (run `make kerberos`): %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "KRB5_CONFIG="+k.krb5conf,
+		"KRB5CCNAME=FILE:"+filepath.Join(t.TempDir(), "ccache"), "PYTHONDONTWRITEBYTECODE=1")
+	cmd := exec.Command(kinit, "-kt", k.clientKeytab, "client@"+krbRealm)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kinit: %v\n%s", err, out)
+	}
+	for _, s := range kerberosServers(k) {
+		t.Run(s.name, func(t *testing.T) {
+			port := s.start(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "/usr/bin/python3", filepath.Join("compat", "kazoo", "scenarios.py"),
+				fmt.Sprintf("localhost:%d", port), "kerberos")
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("kazoo: %v\n%s", err, out)
+			}
+			for _, want := range []string{"ok   the auth ACL expands to the Kerberos identity", "kerberos: 0 failed check(s)"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("no line %q in kazoo's output:\n%s", want, out)
+				}
+			}
+		})
+	}
 }

@@ -124,9 +124,13 @@ public final class JavaCompat {
         m.put("session-expiry", JavaCompat::sessionExpiry);
         m.put("api", JavaCompat::api);
         m.put("sasl", JavaCompat::sasl);
+        m.put("tls", JavaCompat::tls);
+        m.put("kerberos", JavaCompat::kerberos);
         m.put("ensemble-kill-leader", c -> c.ensembleKill(true));
         m.put("ensemble-kill-follower", c -> c.ensembleKill(false));
         m.put("ensemble-readonly", JavaCompat::ensembleReadOnly);
+        // The leader's SIGKILL and restart with TLS between the members.
+        m.put("ensemble-quorumtls", c -> c.ensembleKill(true));
         m.put("ensemble-quorum-loss", JavaCompat::ensembleQuorumLoss);
         return m;
     }
@@ -907,6 +911,111 @@ public final class JavaCompat {
         anon.close();
         bob.close();
         java.nio.file.Files.deleteIfExists(jaas);
+    }
+
+    // kerberos logs in with GSSAPI from the JAAS Client section named on
+    // the command line (test/kerberos_test.go: a Krb5LoginModule keytab
+    // login as client@EXAMPLE.TEST against zookeeper/localhost; the server
+    // drops the realm), so the identity is sasl:client. An anonymous
+    // client is refused the node that identity made.
+    private void kerberos() throws Exception {
+        String base = "/java-kerberos";
+        Handle h = new Handle(connect, 10_000, new ZKClientConfig());
+        if (!check(h.awaitEvent("SaslAuthenticated None null") != null, "GSSAPI login succeeds", h.seen.toString())) {
+            return;
+        }
+        check(whoAmI(h.zk).contains("sasl:client"), "whoAmI lists sasl:client", whoAmI(h.zk));
+        h.zk.create(base, bytes("k"), acl(new ACL(ZooDefs.Perms.ALL, new Id("sasl", "client"))), CreateMode.PERSISTENT);
+        equal(new String(h.zk.getData(base, false, null), StandardCharsets.UTF_8), "k", "the client reads its node");
+        Handle anon = new Handle(connect, 10_000, plainConfig());
+        check(anon.awaitEvent("SyncConnected None null") != null, "an anonymous client connects");
+        equal(code(() -> anon.zk.getData(base, false, null)), "NOAUTH", "an anonymous client may not read it");
+        anon.close();
+        h.zk.delete(base, -1);
+        h.close();
+    }
+
+    // --- TLS -------------------------------------------------------------
+
+    // tls runs against the runner's secured server (connect is its TLS-only
+    // port). alice connects through the Netty socket with her certificate
+    // from a JKS keystore and the suite's truststore, sees her x509 identity
+    // in whoAmI and works on a node only her certificate may touch; bob
+    // (PKCS12 keystore) is refused with NoAuth. A certificate from another
+    // CA, an expired certificate and a plaintext client never connect, and
+    // alice's session and new TLS clients are served all along.
+    private void tls() throws Exception {
+        String base = "/java-tls";
+        Handle alice = new Handle(connect, 10_000, tlsConfig("alice.jks"));
+        if (!check(alice.awaitEvent("SyncConnected None null") != null, "alice connects over TLS")) {
+            return;
+        }
+        equal(whoAmI(alice.zk), "[ip:127.0.0.1, x509:CN=alice,OU=compat,O=zkserverd]", "alice's whoAmI");
+        List<ACL> aliceOnly = acl(new ACL(ZooDefs.Perms.ALL, new Id("x509", "CN=alice,OU=compat,O=zkserverd")));
+        alice.zk.create(base, bytes("v0"), aliceOnly, CreateMode.PERSISTENT);
+        alice.zk.create(base + "/child", bytes("c"), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT);
+        equal(aclLine(alice.zk.getACL(base, null)), "[31 x509:CN=alice,OU=compat,O=zkserverd]", "the node has alice's x509 ACL");
+        equal(alice.zk.setData(base, bytes("v1"), 0).getVersion(), 1, "alice sets the data");
+        equal(new String(alice.zk.getData(base, false, null), StandardCharsets.UTF_8), "v1", "alice reads it");
+        equal(alice.zk.getChildren(base, false).toString(), "[child]", "alice lists the children");
+        alice.zk.delete(base + "/child", -1);
+        check(alice.zk.exists(base + "/child", false) == null, "alice deleted the child");
+
+        refused("a certificate from another CA", tlsConfig("mallory.p12"), alice, base);
+        refused("an expired certificate", tlsConfig("expired.p12"), alice, base);
+        refused("a plaintext client on the TLS port", plainConfig(), alice, base);
+
+        Handle bob = new Handle(connect, 10_000, tlsConfig("bob.p12"));
+        if (check(bob.awaitEvent("SyncConnected None null") != null, "bob connects over TLS afterwards")) {
+            equal(whoAmI(bob.zk), "[ip:127.0.0.1, x509:CN=bob,OU=compat,O=zkserverd]", "bob's whoAmI");
+            equal(code(() -> bob.zk.getData(base, false, null)), "NOAUTH", "bob may not read alice's node");
+            equal(code(() -> bob.zk.setData(base, bytes("x"), -1)), "NOAUTH", "bob may not write it");
+        }
+        bob.close();
+        alice.zk.delete(base, -1);
+        alice.close();
+    }
+
+    // refused checks that a client with cfg gets no session within five
+    // seconds while alice's session keeps being served.
+    private void refused(String who, ZKClientConfig cfg, Handle alice, String base) throws Exception {
+        Handle h = new Handle(connect, 10_000, cfg);
+        List<String> events = h.drain(5_000);
+        check(!events.contains("SyncConnected None null"), who + " gets no session", events.toString());
+        equal(h.zk.getState().toString(), "CONNECTING", who + ": the client is still trying");
+        h.close();
+        equal(new String(alice.zk.getData(base, false, null), StandardCharsets.UTF_8), "v1", "alice is still served after " + who);
+    }
+
+    // tlsConfig is a TLS client configuration with the keystore of the
+    // runner's key directory (type from the file name) and its truststore.
+    private static ZKClientConfig tlsConfig(String keystore) {
+        String dir = System.getenv("ZKCOMPAT_KEYS");
+        ZKClientConfig cfg = plainConfig();
+        cfg.setProperty(ZKClientConfig.SECURE_CLIENT, "true");
+        cfg.setProperty(ZKClientConfig.ZOOKEEPER_CLIENT_CNXN_SOCKET, "org.apache.zookeeper.ClientCnxnSocketNetty");
+        cfg.setProperty("zookeeper.ssl.keyStore.location", dir + "/" + keystore);
+        cfg.setProperty("zookeeper.ssl.keyStore.password", "changeit");
+        cfg.setProperty("zookeeper.ssl.trustStore.location", dir + "/truststore.jks");
+        cfg.setProperty("zookeeper.ssl.trustStore.password", "changeit");
+        return cfg;
+    }
+
+    // plainConfig is a client configuration without TLS or SASL.
+    private static ZKClientConfig plainConfig() {
+        ZKClientConfig cfg = new ZKClientConfig();
+        cfg.setProperty(ZKClientConfig.ENABLE_CLIENT_SASL_KEY, "false");
+        return cfg;
+    }
+
+    // whoAmI lists the connection's identities as scheme:user, sorted.
+    private static String whoAmI(ZooKeeper zk) throws Exception {
+        List<String> who = new ArrayList<>();
+        for (ClientInfo ci : zk.whoAmI()) {
+            who.add(ci.getAuthScheme() + ":" + ci.getUser());
+        }
+        Collections.sort(who);
+        return who.toString();
     }
 
     // saslConfig is a client configuration using the JAAS section (or no SASL).

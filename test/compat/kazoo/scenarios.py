@@ -11,6 +11,7 @@ bounded: every wait has a timeout.
 """
 
 import logging
+import os
 import socket
 import sys
 import threading
@@ -935,6 +936,145 @@ def scenario_ensemble_readonly(c, hosts, zk):
                 client.close()
 
 
+# --- secured servers ---------------------------------------------------------
+#
+# kazoo/tls runs against the runner's secured server (HOSTS is its TLS-only
+# port) with the key material the runner made (directory in ZKCOMPAT_KEYS);
+# kazoo/sasl against the plain server, whose JAAS file lists bob.
+
+ALICE_DN = "CN=alice,OU=compat,O=zkserverd"
+
+
+def key_file(name):
+    return os.path.join(os.environ["ZKCOMPAT_KEYS"], name)
+
+
+def tls_client(hosts, cert):
+    """A client (not started) with the named certificate, trusting the suite's CA."""
+    return KazooClient(hosts=hosts, timeout=10.0, use_ssl=True, verify_certs=True,
+                       ca=key_file("ca.pem"), certfile=key_file(cert + ".pem"),
+                       keyfile=key_file(cert + ".key"))
+
+
+def connect_tls(hosts):
+    client = tls_client(hosts, "alice")
+    client.start(timeout=WAIT)
+    return client
+
+
+def gets_no_session(client, seconds=5.0):
+    """Start client; True if it has no session after seconds. Closes it."""
+    try:
+        client.start(timeout=seconds)
+    except Exception:  # kazoo's time-out; start() has stopped the client
+        return True
+    client.stop()
+    client.close()
+    return False
+
+
+def scenario_tls(c, hosts, zk):
+    base = "/kazoo-tls"
+    zk.create(base, b"v0", acl=[ACL(Permissions.ALL, Id("x509", ALICE_DN))])
+    acls, _ = zk.get_acls(base)
+    c.equal([(a.perms, a.id.scheme, a.id.id) for a in acls], [(31, "x509", ALICE_DN)],
+            "the node has alice's x509 ACL")
+    zk.set(base, b"v1")
+    c.equal(zk.get(base)[0], b"v1", "alice reads her node over TLS")
+    zk.create(base + "/child", b"c")
+    c.equal(zk.get_children(base), ["child"], "alice lists the children")
+    zk.delete(base + "/child")
+    refused = (("a certificate from another CA", tls_client(hosts, "mallory")),
+               ("an expired certificate", tls_client(hosts, "expired")),
+               ("a plaintext client on the TLS port", KazooClient(hosts=hosts, timeout=10.0)))
+    for who, client in refused:
+        c.check(gets_no_session(client), f"{who} gets no session")
+        c.equal(zk.get(base)[0], b"v1", f"alice is still served after {who}")
+    bob = tls_client(hosts, "bob")
+    bob.start(timeout=WAIT)
+    try:
+        c.check(bob.connected, "bob connects over TLS afterwards")
+        c.raises(NoAuthError, lambda: bob.get(base), "bob reading alice's node")
+    finally:
+        bob.stop()
+        bob.close()
+    zk.delete(base)
+
+
+def sasl_client(hosts, password):
+    """A client (not started) logging in with DIGEST-MD5 as bob."""
+    return KazooClient(hosts=hosts, timeout=10.0, sasl_options={
+        "mechanism": "DIGEST-MD5", "username": "bob", "password": password})
+
+
+def connect_sasl(hosts):
+    client = sasl_client(hosts, "bobsecret")
+    client.start(timeout=WAIT)
+    return client
+
+
+def scenario_sasl(c, hosts, zk):
+    base = "/kazoo-sasl"
+    zk.create(base, b"secret", acl=[ACL(Permissions.ALL, Id("auth", ""))])
+    acls, _ = zk.get_acls(base)
+    c.equal([(a.perms, a.id.scheme, a.id.id) for a in acls], [(31, "sasl", "bob")],
+            "the auth ACL expands to bob's sasl identity")
+    c.equal(zk.get(base)[0], b"secret", "bob reads the node")
+    anon = connect(hosts)
+    bad = sasl_client(hosts, "wrong")
+    try:
+        c.raises(NoAuthError, lambda: anon.get(base), "an anonymous read")
+        # kazoo passes AUTH_FAILED on to CLOSED at once: record the states.
+        states = []
+        session_callback = bad._session_callback
+
+        def record(state):
+            states.append(state)
+            session_callback(state)
+        bad._session_callback = record
+        bad.start_async()
+        c.check(wait_until(lambda: KeeperState.AUTH_FAILED in states),
+                "a wrong password gets AUTH_FAILED", f"states {states}")
+        c.check(wait_until(lambda: not bad.connected), "and the client stays disconnected")
+        c.equal(zk.get(base)[0], b"secret", "bob is still served afterwards")
+        c.check(anon.exists("/") is not None, "and so is the anonymous client")
+    finally:
+        for client in (anon, bad):
+            client.stop()
+            client.close()
+    zk.delete(base)
+
+
+def connect_gssapi(hosts):
+    client = KazooClient(hosts=hosts, timeout=10.0, sasl_options={"mechanism": "GSSAPI"})
+    client.start(timeout=WAIT)
+    return client
+
+
+def scenario_kerberos(c, hosts, zk):
+    """GSSAPI through puresasl and python3-kerberos with the ticket cache of
+    KRB5CCNAME (test/kerberos_test.go: client@EXAMPLE.TEST, the server drops
+    the realm; HOSTS names localhost, so the ticket is for
+    zookeeper/localhost)."""
+    base = "/kazoo-kerberos"
+    zk.create(base, b"k", acl=[ACL(Permissions.ALL, Id("auth", ""))])
+    acls, _ = zk.get_acls(base)
+    c.equal([(a.perms, a.id.scheme, a.id.id) for a in acls], [(31, "sasl", "client")],
+            "the auth ACL expands to the Kerberos identity")
+    c.equal(zk.get(base)[0], b"k", "the client reads its node")
+    anon = connect(hosts)
+    try:
+        c.raises(NoAuthError, lambda: anon.get(base), "an anonymous read")
+    finally:
+        anon.stop()
+        anon.close()
+    zk.delete(base)
+
+
+# Scenarios whose first client is not the plain anonymous one.
+CONNECTORS = {"tls": connect_tls, "sasl": connect_sasl, "kerberos": connect_gssapi}
+
+
 SCENARIOS = {name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items()
              if name.startswith("scenario_")}
 
@@ -946,7 +1086,7 @@ def main():
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     hosts, name = sys.argv[1], sys.argv[2]
     checks = Checks()
-    zk = connect(hosts)
+    zk = CONNECTORS.get(name, connect)(hosts)
     try:
         SCENARIOS[name](checks, hosts, zk)
     except Exception as err:  # an unexpected error is a failed check

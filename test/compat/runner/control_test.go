@@ -114,7 +114,7 @@ func TestEnsembleCfg(t *testing.T) {
 		{kindZooKeeper, true, append(local, common...), []string{"readonlymode.enabled=true"}},
 	}
 	for _, tt := range tests {
-		cfg := ensembleCfg(tt.kind, all[1], all, tt.readOnly)
+		cfg := ensembleCfg(tt.kind, all[1], all, tt.readOnly, "")
 		lines := splitLines(cfg)
 		for _, w := range tt.want {
 			if !slices.Contains(lines, w) {
@@ -133,20 +133,25 @@ func TestEnsembleCfg(t *testing.T) {
 // ensemble (and read-only) scenario.
 func TestMarkEnsemble(t *testing.T) {
 	tests := []struct {
-		name               string
-		ensemble, readOnly bool
+		name                                  string
+		ensemble, readOnly, quorumTLS, secure bool
 	}{
-		{"java/api", false, false},
-		{"java/ensemble-kill-leader", true, false},
-		{"kazoo/ensemble-readonly", true, true},
-		{"curator/ensemble-quorum-loss", true, false},
-		{"zkcli/ensemble-notes", true, false},
-		{"kazoo/session-ensemble-readonly", false, false},
+		{"java/api", false, false, false, false},
+		{"java/ensemble-kill-leader", true, false, false, false},
+		{"kazoo/ensemble-readonly", true, true, false, false},
+		{"curator/ensemble-quorum-loss", true, false, false, false},
+		{"zkcli/ensemble-notes", true, false, false, false},
+		{"kazoo/session-ensemble-readonly", false, false, false, false},
+		{"java/ensemble-quorumtls", true, false, true, false},
+		{"java/tls", false, false, false, true},
+		{"zkcli/tls-more", false, false, false, true},
+		{"kazoo/mtls", false, false, false, false},
 	}
 	for _, tt := range tests {
 		sc := markEnsemble(scenario{name: tt.name, timeout: time.Second})
-		if sc.ensemble != tt.ensemble || sc.readOnly != tt.readOnly {
-			t.Errorf("%s: ensemble=%v readOnly=%v, want %v %v", tt.name, sc.ensemble, sc.readOnly, tt.ensemble, tt.readOnly)
+		if sc.ensemble != tt.ensemble || sc.readOnly != tt.readOnly || sc.quorumTLS != tt.quorumTLS || sc.secure != tt.secure {
+			t.Errorf("%s: ensemble=%v readOnly=%v quorumTLS=%v secure=%v, want %v %v %v %v", tt.name,
+				sc.ensemble, sc.readOnly, sc.quorumTLS, sc.secure, tt.ensemble, tt.readOnly, tt.quorumTLS, tt.secure)
 		}
 		if want := map[bool]time.Duration{false: time.Second, true: ensembleTimeout}[tt.ensemble]; sc.timeout != want {
 			t.Errorf("%s: timeout %v, want %v", tt.name, sc.timeout, want)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,13 +44,14 @@ func (m *member) addr() string { return fmt.Sprintf("127.0.0.1:%d", m.clientPort
 type ensemble struct {
 	kind    string
 	members []*member
+	quorum  keys // key material of quorum TLS, "" for plaintext between members
 }
 
 // ensembleCfg is member m's zoo.cfg: the standalone settings plus the
 // server.N lines, initLimit/syncLimit and, for read-only scenarios, local
 // sessions and, for zkserverd, read-only mode (ZooKeeper reads that only as
 // a JVM property, see startEnsemble).
-func ensembleCfg(kind string, m *member, all []*member, readOnly bool) string {
+func ensembleCfg(kind string, m *member, all []*member, readOnly bool, quorum keys) string {
 	lines := []string{
 		fmt.Sprintf("tickTime=%d", ensembleTickMs),
 		"initLimit=10",
@@ -72,13 +75,18 @@ func ensembleCfg(kind string, m *member, all []*member, readOnly bool) string {
 			lines = append(lines, "readonlymode.enabled=true")
 		}
 	}
-	return strings.Join(lines, "\n") + "\n"
+	text := strings.Join(lines, "\n") + "\n"
+	if quorum != "" {
+		text += quorum.quorumCfg()
+	}
+	return text
 }
 
 // startEnsemble writes the members' configurations and myid files under
-// dir, starts them and waits until they serve with one leader.
-func startEnsemble(ctx context.Context, kind, dir, zkserverdBin string, readOnly bool) (*ensemble, error) {
-	e := &ensemble{kind: kind}
+// dir, starts them and waits until they serve with one leader. With key
+// material (quorum), members talk to each other over TLS only.
+func startEnsemble(ctx context.Context, kind, dir, zkserverdBin string, readOnly bool, quorum keys) (*ensemble, error) {
+	e := &ensemble{kind: kind, quorum: quorum}
 	for i := 1; i <= ensembleSize; i++ {
 		m := &member{id: i, home: filepath.Join(dir, fmt.Sprintf("member%d", i))}
 		for _, p := range []*int{&m.clientPort, &m.quorumPort, &m.electionPort} {
@@ -101,7 +109,7 @@ func startEnsemble(ctx context.Context, kind, dir, zkserverdBin string, readOnly
 	}
 	for _, m := range e.members {
 		var err error
-		if m.proc, err = spawn(m.argv, m.home, filepath.Join(m.home, "server.log")); err != nil {
+		if m.proc, err = spawn(m.argv, nil, m.home, filepath.Join(m.home, "server.log")); err != nil {
 			e.stop()
 			return nil, fmt.Errorf("start %s member %d: %w", kind, m.id, err)
 		}
@@ -123,7 +131,7 @@ func (e *ensemble) prepare(m *member, zkserverdBin string, readOnly bool, props 
 		return fmt.Errorf("member %d: %w", m.id, err)
 	}
 	cfg := filepath.Join(m.home, "zoo.cfg")
-	if err := os.WriteFile(cfg, []byte(ensembleCfg(e.kind, m, e.members, readOnly)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(ensembleCfg(e.kind, m, e.members, readOnly, e.quorum)), 0o644); err != nil {
 		return fmt.Errorf("member %d: %w", m.id, err)
 	}
 	var err error
@@ -285,13 +293,34 @@ func (e *ensemble) restart(ctx context.Context, m *member) error {
 		m.proc.kill()
 	}
 	m.stopped = false
-	p, err := spawn(m.argv, m.home, filepath.Join(m.home, "server.log"))
+	p, err := spawn(m.argv, nil, m.home, filepath.Join(m.home, "server.log"))
 	if err != nil {
 		return fmt.Errorf("restart member %d: %w", m.id, err)
 	}
 	m.proc = p
 	if err := e.waitServing(ctx, ensembleStartLimit); err != nil {
 		return fmt.Errorf("restart member %d: %w", m.id, err)
+	}
+	return nil
+}
+
+// checkQuorumTLS checks that every member's election port, where members
+// of both kinds listen, completes a TLS handshake with a certificate of the
+// suite's CA and verifies as the suite's server: the members really talk
+// TLS to each other and not plaintext.
+func (e *ensemble) checkQuorumTLS() error {
+	cfg, err := e.quorum.clientTLS("alice")
+	if err != nil {
+		return err
+	}
+	for _, m := range e.members {
+		addr := fmt.Sprintf("127.0.0.1:%d", m.electionPort)
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		c, err := tls.DialWithDialer(d, "tcp", addr, cfg)
+		if err != nil {
+			return fmt.Errorf("quorum TLS: member %d's election port %s: %w", m.id, addr, err)
+		}
+		c.Close()
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ var debianPackages = []string{
 	"zookeeper",                 // Apache ZooKeeper 3.8 server jars + zkCli.sh
 	"zookeeper-bin",             // C client cli_mt
 	"python3-kazoo",             // kazoo for /usr/bin/python3
+	"python3-pure-sasl",         // kazoo's SASL (kazoo/sasl)
 	"libcurator-framework-java", // Curator 5
 	"libcurator-recipes-java",   // Curator 5 recipes
 	"openjdk-17-jdk-headless",   // javac for the Curator program
@@ -36,6 +37,8 @@ var javaClasspath = []string{
 	"/usr/share/java/curator-client.jar",
 	"/usr/share/java/zookeeper.jar",
 	"/usr/share/java/zookeeper-jute.jar",
+	"/usr/share/java/netty-codec.jar", // the Netty client socket (TLS), see nettyJars
+	"/usr/share/java/netty-resolver.jar",
 	"/usr/share/java/guava.jar",
 	"/usr/share/java/slf4j-api.jar",
 	"/usr/share/java/slf4j-nop.jar",

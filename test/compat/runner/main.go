@@ -41,6 +41,7 @@ const (
 type options struct {
 	mode      string
 	run       *regexp.Regexp
+	runSet    bool // -run was given
 	verbose   bool
 	keep      bool
 	noInstall bool
@@ -76,7 +77,7 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	var run string
 	fs.StringVar(&o.mode, "mode", modeCompat, "compat (zkserverd), diff (ZooKeeper vs zkserverd) or zookeeper (ZooKeeper only)")
-	fs.StringVar(&run, "run", "", "only scenarios whose name matches this regexp")
+	fs.StringVar(&run, "run", "", "only scenarios whose name matches this regexp (pending ones included)")
 	fs.BoolVar(&o.verbose, "v", false, "print every transcript")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (transcripts, server logs)")
 	fs.BoolVar(&o.noInstall, "no-install", false, "do not apt-get install missing packages")
@@ -93,6 +94,7 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-run: %w", err)
 	}
 	o.run = re
+	o.runSet = run != ""
 	return o, nil
 }
 
@@ -106,6 +108,7 @@ type runner struct {
 	zkserverd string   // the built server binary
 	allowlist []allowance
 	used      map[string]bool // allowlist reasons that covered a difference
+	keys      keys            // key material of the secured scenarios, "" if none runs
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -146,15 +149,26 @@ func (r *runner) main(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	r.kinds = modeKinds(r.opts.mode)
-	var servers map[string]*server
-	if r.needStandalone(all) {
-		servers, err = r.startServers(ctx)
-		defer func() {
-			for _, s := range servers {
-				s.proc.stop()
-			}
-		}()
-		if err != nil {
+	if r.needKeys(all) {
+		start := time.Now()
+		if r.keys, err = makeKeys(ctx, filepath.Join(r.work, "keys")); err != nil {
+			return 0, err
+		}
+		r.logf("key material made in %v: %s", time.Since(start).Round(time.Millisecond), r.keys)
+	}
+	servers := map[string]*server{}
+	defer func() {
+		for _, s := range servers {
+			s.proc.stop()
+		}
+	}()
+	if r.needStandalone(all, false) {
+		if err := r.startServers(ctx, servers, ""); err != nil {
+			return 0, err
+		}
+	}
+	if r.needStandalone(all, true) {
+		if err := r.startServers(ctx, servers, r.keys); err != nil {
 			return 0, err
 		}
 	}
@@ -173,15 +187,44 @@ func modeKinds(mode string) []string {
 	}
 }
 
+// selected reports whether sc runs in this run: its name matches -run and,
+// if it is pending, -run was given or only ZooKeeper runs.
+func (r *runner) selected(sc scenario) bool {
+	if !r.opts.run.MatchString(sc.name) {
+		return false
+	}
+	return !sc.pending || r.opts.runSet || r.opts.mode == modeZooKeeper
+}
+
 // needStandalone reports whether a selected scenario runs against the
-// standalone servers (ensemble scenarios start their own).
-func (r *runner) needStandalone(all []scenario) bool {
+// standalone servers, the secured ones when secure (ensemble scenarios
+// start their own).
+func (r *runner) needStandalone(all []scenario, secure bool) bool {
 	for _, sc := range all {
-		if r.opts.run.MatchString(sc.name) && !sc.ensemble {
+		if r.selected(sc) && !sc.ensemble && sc.secure == secure {
 			return true
 		}
 	}
 	return false
+}
+
+// needKeys reports whether a selected scenario needs key material.
+func (r *runner) needKeys(all []scenario) bool {
+	for _, sc := range all {
+		if r.selected(sc) && (sc.secure || sc.quorumTLS) {
+			return true
+		}
+	}
+	return false
+}
+
+// serverKey is the key of a standalone server in the runner's map: its
+// kind, suffixed for the secured one.
+func serverKey(kind string, secure bool) string {
+	if secure {
+		return kind + "-secure"
+	}
+	return kind
 }
 
 func (r *runner) loadAllowlist() error {
@@ -206,18 +249,22 @@ func (r *runner) loadAllowlist() error {
 	return nil
 }
 
-// startServers starts a standalone server of each kind of the mode.
-func (r *runner) startServers(ctx context.Context) (map[string]*server, error) {
-	started := map[string]*server{}
+// startServers starts a standalone server of each kind of the mode into
+// started: the secured ones when sec is set.
+func (r *runner) startServers(ctx context.Context, started map[string]*server, sec keys) error {
 	for _, k := range r.kinds {
-		s, err := startServer(ctx, k, r.work, r.zkserverd)
+		s, err := startServer(ctx, k, r.work, r.zkserverd, sec)
 		if err != nil {
-			return started, err
+			return err
 		}
-		r.logf("%s serving on %s", k, s.addr)
-		started[k] = s
+		if sec != "" {
+			r.logf("%s (secured) serving on %s, TLS on %s", k, s.addr, s.secureAddr)
+		} else {
+			r.logf("%s serving on %s", k, s.addr)
+		}
+		started[serverKey(k, sec != "")] = s
 	}
-	return started, nil
+	return nil
 }
 
 // runAll runs the selected scenarios, prints a line (and details) for each
@@ -226,7 +273,7 @@ func (r *runner) runAll(ctx context.Context, all []scenario, servers map[string]
 	passed, failed := 0, 0
 	start := time.Now()
 	for _, sc := range all {
-		if !r.opts.run.MatchString(sc.name) {
+		if !r.selected(sc) {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -263,10 +310,13 @@ func (r *runner) runAll(ctx context.Context, all []scenario, servers map[string]
 func (r *runner) runOne(ctx context.Context, sc scenario, servers map[string]*server) (bool, []string) {
 	results := make([]outcome, len(r.kinds))
 	for i, kind := range r.kinds {
-		if sc.ensemble {
+		switch {
+		case sc.ensemble:
 			results[i] = r.runEnsemble(ctx, sc, kind)
-		} else {
-			results[i] = sc.run(ctx, r.root, servers[kind].addr, nil)
+		case sc.secure:
+			results[i] = sc.run(ctx, r.root, servers[serverKey(kind, true)].secureAddr, r.keys.scenarioEnv(strings.HasSuffix(sc.name, saslSuffix)), nil)
+		default:
+			results[i] = sc.run(ctx, r.root, servers[kind].addr, nil, nil)
 		}
 		r.save(sc, kind, results[i])
 	}
@@ -312,15 +362,24 @@ func (r *runner) runOne(ctx context.Context, sc scenario, servers map[string]*se
 func (r *runner) runEnsemble(ctx context.Context, sc scenario, kind string) outcome {
 	dir := filepath.Join(r.work, "ensembles", kind, strings.ReplaceAll(sc.name, "/", "_"))
 	start := time.Now()
-	e, err := startEnsemble(ctx, kind, dir, r.zkserverd, sc.readOnly)
+	var quorum keys
+	if sc.quorumTLS {
+		quorum = r.keys
+	}
+	e, err := startEnsemble(ctx, kind, dir, r.zkserverd, sc.readOnly, quorum)
 	if err != nil {
 		return outcome{err: err, elapsed: time.Since(start)}
 	}
 	defer e.stop()
+	if sc.quorumTLS {
+		if err := e.checkQuorumTLS(); err != nil {
+			return outcome{err: err, elapsed: time.Since(start)}
+		}
+	}
 	if r.opts.verbose {
 		r.logf("%s: %s ensemble serving on %s after %v", sc.name, kind, e.connectString(), time.Since(start).Round(time.Millisecond))
 	}
-	return sc.run(ctx, r.root, e.connectString(), e.control)
+	return sc.run(ctx, r.root, e.connectString(), nil, e.control)
 }
 
 // compare diffs the normalized transcripts of ZooKeeper (a) and zkserverd (b).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -23,20 +24,29 @@ type scenario struct {
 	// ensemble scenarios run against a fresh ensemble of ensembleSize
 	// members (addr is then their connect string) and may act on the
 	// members through control lines (see control.go, ensemble.go).
-	ensemble bool
-	readOnly bool // the ensemble's members run with read-only mode enabled
+	ensemble  bool
+	readOnly  bool // the ensemble's members run with read-only mode enabled
+	quorumTLS bool // the ensemble's members talk over TLS (sslQuorum)
+	// secure scenarios run against the secured standalone server's
+	// TLS-only port (addr), with the key material's directory in keysEnv.
+	secure bool
+	// pending scenarios pass on ZooKeeper but wait for a zkserverd feature:
+	// against zkserverd they run only when -run is given.
+	pending bool
 }
 
 // Scenario names of the programs that take a scenario argument. They must
 // match the names the programs accept (kazoo/scenarios.py,
-// java/JavaCompat.java, goclient/main.go).
+// java/JavaCompat.java, goclient/main.go). Their "kerberos" scenarios need
+// a KDC: test/kerberos_test.go runs them, not the runner.
 var (
 	kazooScenarios = []string{"crud", "transaction", "acl", "precedence", "session",
 		"fourletter", "lock", "rwlock", "election", "barrier", "doublebarrier", "queue",
 		"lockingqueue", "counter", "party", "childrenwatch", "datawatch", "treecache",
-		"ensemble-kill", "ensemble-readonly"}
-	javaScenarios = []string{"api", "session-resume", "session-expiry", "sasl",
-		"ensemble-kill-leader", "ensemble-kill-follower", "ensemble-readonly"}
+		"ensemble-kill", "ensemble-readonly", "tls", "sasl"}
+	javaScenarios = []string{"api", "session-resume", "session-expiry", "sasl", "tls",
+		"ensemble-kill-leader", "ensemble-kill-follower", "ensemble-readonly",
+		"ensemble-quorumtls"}
 	curatorScenarios = []string{"mutex", "rwlock", "leaderlatch", "leaderselector", "queue",
 		"doublebarrier", "sharedcount", "curatorcache", "persistentnode",
 		"persistentttlnode", "containers", "ensemble-quorum-loss"}
@@ -44,21 +54,34 @@ var (
 )
 
 // A scenario named client/ensemble-... runs against a fresh ensemble; one
-// whose name also ends in -readonly gets members with read-only mode on.
+// whose name also ends in -readonly gets members with read-only mode on,
+// one ending in -quorumtls members with TLS between them. A scenario named
+// client/tls or client/tls-... runs against the secured server; ending in
+// -sasl, its Java client also logs in with DIGEST-MD5 (keys.scenarioEnv).
 const (
 	ensemblePrefix  = "ensemble-"
 	readOnlySuffix  = "-readonly"
+	quorumTLSSuffix = "-quorumtls"
+	secureFeature   = "tls"
+	saslSuffix      = "-sasl" // a secured scenario that also logs in with DIGEST-MD5
 	ensembleTimeout = 150 * time.Second
 )
 
-// markEnsemble sets sc's ensemble fields from its name.
+// pendingScenarios wait for a zkserverd feature (see scenario.pending):
+// quorum TLS between zkserverd members is being added.
+var pendingScenarios = []string{"java/ensemble-quorumtls"}
+
+// markEnsemble sets sc's ensemble, secured and pending fields from its name.
 func markEnsemble(sc scenario) scenario {
 	_, feature, _ := strings.Cut(sc.name, "/")
 	if strings.HasPrefix(feature, ensemblePrefix) {
 		sc.ensemble = true
 		sc.readOnly = strings.HasSuffix(feature, readOnlySuffix)
+		sc.quorumTLS = strings.HasSuffix(feature, quorumTLSSuffix)
 		sc.timeout = ensembleTimeout
 	}
+	sc.secure = feature == secureFeature || strings.HasPrefix(feature, secureFeature+"-")
+	sc.pending = slices.Contains(pendingScenarios, sc.name)
 	return sc
 }
 
@@ -167,13 +190,14 @@ var errTimeout = errors.New("timed out")
 // run executes the scenario against addr in its own process group, killed
 // as a whole at the time limit or when ctx ends. With a controller, the
 // scenario's control lines are carried out and answered on its stdin.
-func (s scenario) run(ctx context.Context, dir, addr string, ctl controller) outcome {
+func (s scenario) run(ctx context.Context, dir, addr string, env []string, ctl controller) outcome {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	argv := s.argv(addr)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second

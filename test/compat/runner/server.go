@@ -19,10 +19,13 @@ const (
 	kindZooKeeper = "zookeeper"
 )
 
-// Debian's ZooKeeper jars; zookeeper.jar's manifest names its dependencies.
+// Debian's ZooKeeper jars; zookeeper.jar's manifest names its dependencies
+// but not all of Netty's: nettyJars are the ones its TLS (the Netty
+// connection factory and client socket) needs on top.
 const (
 	zookeeperJar = "/usr/share/java/zookeeper.jar"
 	slf4jSimple  = "/usr/share/java/slf4j-simple.jar"
+	nettyJars    = "/usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar"
 )
 
 // containerCheckMs is the container/TTL reaper interval for both servers,
@@ -31,9 +34,10 @@ const containerCheckMs = 1000
 
 // server is one running server process on a loopback port.
 type server struct {
-	kind string
-	addr string
-	proc *process
+	kind       string
+	addr       string // the plaintext client port
+	secureAddr string // the TLS-only port of a secured server, else ""
+	proc       *process
 }
 
 // zooCfg is the configuration both servers get: standalone, tickTime 2000,
@@ -76,9 +80,14 @@ func writeJAAS(home string) (cfgLine, jvmProp string, err error) {
 }
 
 // startServer writes a zoo.cfg under dir/kind, starts the server and waits
-// until it answers ruok.
-func startServer(ctx context.Context, kind, dir, zkserverdBin string) (*server, error) {
+// until it answers ruok. With key material (sec), it is the secured server
+// (under dir/kind-secure): it also serves a TLS-only port, see
+// keys.secureCfg and keys.serverJVMProps.
+func startServer(ctx context.Context, kind, dir, zkserverdBin string, sec keys) (*server, error) {
 	home := filepath.Join(dir, kind)
+	if sec != "" {
+		home += "-secure"
+	}
 	if err := os.MkdirAll(filepath.Join(home, "data"), 0o755); err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
@@ -90,26 +99,57 @@ func startServer(ctx context.Context, kind, dir, zkserverdBin string) (*server, 
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
+	text := zooCfg(filepath.Join(home, "data"), port) + jaasLine
+	s := &server{kind: kind, addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	var props []string
+	if sec != "" {
+		securePort, err := freePort()
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w", kind, err)
+		}
+		s.secureAddr = fmt.Sprintf("127.0.0.1:%d", securePort)
+		text += sec.secureCfg(securePort)
+		props = sec.serverJVMProps()
+	}
 	cfg := filepath.Join(home, "zoo.cfg")
-	if err := os.WriteFile(cfg, []byte(zooCfg(filepath.Join(home, "data"), port)+jaasLine), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
-	argv, err := serverArgv(kind, zkserverdBin, cfg, false, jaasProp)
+	argv, err := serverArgv(kind, zkserverdBin, cfg, false, append([]string{jaasProp}, props...)...)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{kind: kind, addr: fmt.Sprintf("127.0.0.1:%d", port)}
-	if s.proc, err = spawn(argv, home, filepath.Join(home, "server.log")); err != nil {
+	if s.proc, err = spawn(argv, serverEnv(kind, props), home, filepath.Join(home, "server.log")); err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
 	if err := s.proc.waitFor(ctx, 60*time.Second, "answer ruok", func() bool {
 		out, err := fourLetter(s.addr, "ruok")
-		return err == nil && out == "imok"
+		return err == nil && out == "imok" && (s.secureAddr == "" || listening(s.secureAddr))
 	}); err != nil {
 		s.proc.stop()
 		return nil, fmt.Errorf("start %s: %w (log: %s)", kind, err, s.proc.log)
 	}
 	return s, nil
+}
+
+// serverEnv is the environment through which zkserverd gets the -D
+// properties props, as zkServer.sh passes them: SERVER_JVMFLAGS. ZooKeeper
+// gets them on its command line (serverArgv).
+func serverEnv(kind string, props []string) []string {
+	if kind != kindZkserverd || len(props) == 0 {
+		return nil
+	}
+	return []string{"SERVER_JVMFLAGS=" + strings.Join(props, " ")}
+}
+
+// listening reports whether addr accepts TCP connections.
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // serverArgv is the command line of a server of the given kind reading
@@ -130,7 +170,7 @@ func serverArgv(kind, zkserverdBin, cfg string, member bool, jvmProps ...string)
 		if member {
 			main = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 		}
-		return append(argv, "-cp", zookeeperJar+":"+slf4jSimple, main, cfg), nil
+		return append(argv, "-cp", zookeeperJar+":"+nettyJars+":"+slf4jSimple, main, cfg), nil
 	default:
 		return nil, fmt.Errorf("start: unknown server kind %q", kind)
 	}
@@ -144,8 +184,9 @@ type process struct {
 	done chan struct{} // closed when the process has exited
 }
 
-// spawn starts argv in dir with its output appended to log.
-func spawn(argv []string, dir, log string) (*process, error) {
+// spawn starts argv in dir, with env added to the runner's environment,
+// its output appended to log.
+func spawn(argv, env []string, dir, log string) (*process, error) {
 	logf, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -153,6 +194,9 @@ func spawn(argv []string, dir, log string) (*process, error) {
 	p := &process{log: log, done: make(chan struct{})}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Dir = dir
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
