@@ -127,33 +127,3 @@ func TestSecuredServerSettings(t *testing.T) {
 		t.Errorf("quorumCfg = %q", quorum)
 	}
 }
-
-// TestSelected checks which scenarios a run picks: pending ones only on
-// ZooKeeper alone or when -run is given.
-func TestSelected(t *testing.T) {
-	pending := markEnsemble(scenario{name: pendingScenarios[0]})
-	plain := markEnsemble(scenario{name: "java/tls"})
-	tests := []struct {
-		args        []string
-		pending, ok bool
-	}{
-		{[]string{"-mode", "compat"}, false, true},
-		{[]string{"-mode", "diff"}, false, true},
-		{[]string{"-mode", "zookeeper"}, true, true},
-		{[]string{"-mode", "compat", "-run", "quorumtls"}, true, false},
-		{[]string{"-mode", "compat", "-run", "java/"}, true, true},
-	}
-	for _, tt := range tests {
-		o, err := parseFlags(tt.args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &runner{opts: o}
-		if got := r.selected(pending); got != tt.pending {
-			t.Errorf("%v: pending scenario selected=%v, want %v", tt.args, got, tt.pending)
-		}
-		if got := r.selected(plain); got != tt.ok {
-			t.Errorf("%v: java/tls selected=%v, want %v", tt.args, got, tt.ok)
-		}
-	}
-}

@@ -41,7 +41,6 @@ const (
 type options struct {
 	mode      string
 	run       *regexp.Regexp
-	runSet    bool // -run was given
 	verbose   bool
 	keep      bool
 	noInstall bool
@@ -77,7 +76,7 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	var run string
 	fs.StringVar(&o.mode, "mode", modeCompat, "compat (zkserverd), diff (ZooKeeper vs zkserverd) or zookeeper (ZooKeeper only)")
-	fs.StringVar(&run, "run", "", "only scenarios whose name matches this regexp (pending ones included)")
+	fs.StringVar(&run, "run", "", "only scenarios whose name matches this regexp")
 	fs.BoolVar(&o.verbose, "v", false, "print every transcript")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (transcripts, server logs)")
 	fs.BoolVar(&o.noInstall, "no-install", false, "do not apt-get install missing packages")
@@ -94,7 +93,6 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-run: %w", err)
 	}
 	o.run = re
-	o.runSet = run != ""
 	return o, nil
 }
 
@@ -187,14 +185,8 @@ func modeKinds(mode string) []string {
 	}
 }
 
-// selected reports whether sc runs in this run: its name matches -run and,
-// if it is pending, -run was given or only ZooKeeper runs.
-func (r *runner) selected(sc scenario) bool {
-	if !r.opts.run.MatchString(sc.name) {
-		return false
-	}
-	return !sc.pending || r.opts.runSet || r.opts.mode == modeZooKeeper
-}
+// selected reports whether sc runs in this run: its name matches -run.
+func (r *runner) selected(sc scenario) bool { return r.opts.run.MatchString(sc.name) }
 
 // needStandalone reports whether a selected scenario runs against the
 // standalone servers, the secured ones when secure (ensemble scenarios

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -30,9 +29,6 @@ type scenario struct {
 	// secure scenarios run against the secured standalone server's
 	// TLS-only port (addr), with the key material's directory in keysEnv.
 	secure bool
-	// pending scenarios pass on ZooKeeper but wait for a zkserverd feature:
-	// against zkserverd they run only when -run is given.
-	pending bool
 }
 
 // Scenario names of the programs that take a scenario argument. They must
@@ -67,11 +63,7 @@ const (
 	ensembleTimeout = 150 * time.Second
 )
 
-// pendingScenarios wait for a zkserverd feature (see scenario.pending):
-// quorum TLS between zkserverd members is being added.
-var pendingScenarios = []string{"java/ensemble-quorumtls"}
-
-// markEnsemble sets sc's ensemble, secured and pending fields from its name.
+// markEnsemble sets sc's ensemble and secured fields from its name.
 func markEnsemble(sc scenario) scenario {
 	_, feature, _ := strings.Cut(sc.name, "/")
 	if strings.HasPrefix(feature, ensemblePrefix) {
@@ -81,7 +73,6 @@ func markEnsemble(sc scenario) scenario {
 		sc.timeout = ensembleTimeout
 	}
 	sc.secure = feature == secureFeature || strings.HasPrefix(feature, secureFeature+"-")
-	sc.pending = slices.Contains(pendingScenarios, sc.name)
 	return sc
 }
 
