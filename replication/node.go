@@ -567,7 +567,7 @@ func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	}
 	n.lsync.setSynced(last) // syncFS synced the tail it reopened
 	n.fsm.durable = n.lsync
-	return &syncedLogStore{LogStore: store, sync: n.lsync, leading: n.leadingNow}, store, nil
+	return &syncedLogStore{LogStore: store, sync: n.lsync, leading: n.IsLeader}, store, nil
 }
 
 // chooseLogStore decides which log store to open in logDir. A data
@@ -936,15 +936,13 @@ func (n *Node) Sessions() *session.Table { return n.fsm.sessions.Load() }
 // LastZxid returns the zxid of the last applied transaction.
 func (n *Node) LastZxid() int64 { return n.fsm.lastZxid.Load() }
 
-// leadingNow reports whether raft runs and leads; unlike IsLeader it may
-// be called while raft is being created.
-func (n *Node) leadingNow() bool {
+// IsLeader reports whether raft runs and this member currently leads. It
+// may be called while raft is being created: the forwarding listener
+// accepts members before Open returns.
+func (n *Node) IsLeader() bool {
 	r := n.running.Load()
 	return r != nil && r.State() == raft.Leader
 }
-
-// IsLeader reports whether this member currently leads.
-func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
 // Snapshot forces a snapshot now (used by tests and operators).
 func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
