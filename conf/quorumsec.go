@@ -1,5 +1,7 @@
 package conf
 
+import "strings"
+
 // Quorum is the security of the links between ensemble members: TLS
 // (sslQuorum, portUnification, sslQuorumReloadCertFiles and the
 // ssl.quorum.* keys) and SASL (the quorum.auth.* keys). The keys are
@@ -15,30 +17,13 @@ type Quorum struct {
 	// use the quorum keystore and truststore as they are on disk now
 	// (default false: as loaded at startup).
 	ReloadCertFiles bool
-	// TLS is the ssl.quorum.* keys.
-	TLS QuorumTLS
+	// TLS is the ssl.quorum.* keys. A member's one certificate serves
+	// both directions; hostnameVerification checks that a member's
+	// certificate names the host it is reached at (the server.N host), or,
+	// for a member that connects, its address.
+	TLS TLSKeys
 	// SASL is the quorum.auth.* keys.
 	SASL QuorumSASL
-}
-
-// QuorumTLS is ZooKeeper's ssl.quorum.* keys.
-type QuorumTLS struct {
-	KeyStore   Store // ssl.quorum.keyStore.*: this member's certificate and key
-	TrustStore Store // ssl.quorum.trustStore.*: CAs other members' certificates chain to
-	// ClientAuth is ssl.quorum.clientAuth: "need" (default), "want" or
-	// "none", for the certificates of members that connect.
-	ClientAuth string
-	// Protocol is ssl.quorum.protocol (default "TLSv1.2");
-	// EnabledProtocols (ssl.quorum.enabledProtocols) replaces it when set.
-	Protocol         string
-	EnabledProtocols []string
-	// CipherSuites is ssl.quorum.ciphersuites (Java names); nil means
-	// ZooKeeper's default list.
-	CipherSuites []string
-	// HostnameVerification is ssl.quorum.hostnameVerification (default
-	// true): a member's certificate must name the host it is reached at
-	// (the server.N host), or, for a member that connects, its address.
-	HostnameVerification bool
 }
 
 // QuorumSASL is ZooKeeper's quorum.auth.* keys.
@@ -67,7 +52,7 @@ type QuorumSASL struct {
 // DefaultQuorum is ZooKeeper 3.8's default: plaintext, no SASL.
 func DefaultQuorum() Quorum {
 	return Quorum{
-		TLS: QuorumTLS{ClientAuth: "need", Protocol: "TLSv1.2", HostnameVerification: true},
+		TLS: defaultTLSKeys(),
 		SASL: QuorumSASL{LearnerLoginContext: "QuorumLearner", ServerLoginContext: "QuorumServer",
 			KerberosServicePrincipal: "zkquorum/localhost"},
 	}
@@ -115,39 +100,11 @@ func (p *parser) setQuorumSecurityKey(key, name, v string) (bool, error) {
 
 // setQuorumTLSKey handles the ssl.quorum.* keys zkserverd acts on.
 func (p *parser) setQuorumTLSKey(key, name, v string) (bool, error) {
-	s := &p.c.Quorum.TLS
-	var err error
-	switch name {
-	case "ssl.quorum.keyStore.location":
-		s.KeyStore.Location = v
-	case "ssl.quorum.keyStore.password":
-		s.KeyStore.Password = v
-	case "ssl.quorum.keyStore.passwordPath":
-		s.KeyStore.PasswordPath = v
-	case "ssl.quorum.keyStore.type":
-		s.KeyStore.Type, err = parseStoreType(key, v)
-	case "ssl.quorum.trustStore.location":
-		s.TrustStore.Location = v
-	case "ssl.quorum.trustStore.password":
-		s.TrustStore.Password = v
-	case "ssl.quorum.trustStore.passwordPath":
-		s.TrustStore.PasswordPath = v
-	case "ssl.quorum.trustStore.type":
-		s.TrustStore.Type, err = parseStoreType(key, v)
-	case "ssl.quorum.clientAuth":
-		s.ClientAuth, err = parseClientAuth(key, v)
-	case "ssl.quorum.protocol":
-		s.Protocol = v
-	case "ssl.quorum.enabledProtocols":
-		s.EnabledProtocols = splitList(v)
-	case "ssl.quorum.ciphersuites":
-		s.CipherSuites = splitList(v)
-	case "ssl.quorum.hostnameVerification":
-		s.HostnameVerification, err = parseBool(key, v)
-	default:
+	rest, ok := strings.CutPrefix(name, "ssl.quorum.")
+	if !ok {
 		return false, nil
 	}
-	return true, err
+	return setTLSKey(&p.c.Quorum.TLS, key, rest, v)
 }
 
 // validateQuorum checks the member-link keys as ZooKeeper does (the

@@ -10,7 +10,7 @@ import (
 func TestParseQuorumKeys(t *testing.T) {
 	full := DefaultQuorum()
 	full.SSL, full.PortUnification, full.ReloadCertFiles = true, true, true
-	full.TLS = QuorumTLS{
+	full.TLS = TLSKeys{
 		KeyStore:   Store{Location: "/q.p12", Password: "kp", PasswordPath: "/kpw", Type: "PKCS12"},
 		TrustStore: Store{Location: "/qt.pem", Password: "tp", PasswordPath: "/tpw", Type: "PEM"},
 		ClientAuth: "want", Protocol: "TLSv1.3", EnabledProtocols: []string{"TLSv1.2", "TLSv1.3"},

@@ -10,23 +10,10 @@ import (
 // "zookeeper." prefix, or as -D properties) and
 // zookeeper.client.portUnification. Quorum TLS (ssl.quorum.*) is not here.
 type SSL struct {
-	KeyStore   Store // ssl.keyStore.*: the server's certificate and key
-	TrustStore Store // ssl.trustStore.*: CAs that client certificates must chain to
-	// ClientAuth is ssl.clientAuth, lower case: "need" (the default),
-	// "want" or "none".
-	ClientAuth string
-	// Protocol is ssl.protocol, default "TLSv1.2".
-	Protocol string
-	// EnabledProtocols is ssl.enabledProtocols split on commas; nil means
-	// just Protocol.
-	EnabledProtocols []string
-	// CipherSuites is ssl.ciphersuites split on commas (Java names); nil
-	// means ZooKeeper's default list.
-	CipherSuites []string
-	// HostnameVerification is ssl.hostnameVerification (default true). As
-	// in ZooKeeper, the server never checks a client certificate's host
-	// name on the client port; the key matters to clients only.
-	HostnameVerification bool
+	// TLSKeys are the ssl.* keys. As in ZooKeeper, the server never checks
+	// a client certificate's host name on the client port:
+	// ssl.hostnameVerification matters to clients only.
+	TLSKeys
 	// AuthProvider is ssl.authProvider: the scheme of the provider that
 	// turns a verified client certificate into identities (default "x509").
 	AuthProvider string
@@ -37,6 +24,68 @@ type SSL struct {
 	// when their files change (default false, as in ZooKeeper 3.8, which
 	// reads it with Boolean.getBoolean: only "true", in any case, is true).
 	CertReload bool
+}
+
+// TLSKeys are the keys ZooKeeper's client port (ssl.*) and member links
+// (ssl.quorum.*) both have; below, ssl.X stands for either prefix.
+type TLSKeys struct {
+	KeyStore   Store // ssl.keyStore.*: this server's certificate and key
+	TrustStore Store // ssl.trustStore.*: CAs the peers' certificates must chain to
+	// ClientAuth is ssl.clientAuth, lower case: "need" (the default),
+	// "want" or "none", for the certificates of peers that connect.
+	ClientAuth string
+	// Protocol is ssl.protocol, default "TLSv1.2".
+	Protocol string
+	// EnabledProtocols is ssl.enabledProtocols split on commas; nil means
+	// just Protocol.
+	EnabledProtocols []string
+	// CipherSuites is ssl.ciphersuites split on commas (Java names); nil
+	// means ZooKeeper's default list.
+	CipherSuites []string
+	// HostnameVerification is ssl.hostnameVerification (default true).
+	HostnameVerification bool
+}
+
+// defaultTLSKeys are ZooKeeper 3.8's defaults of both key families.
+func defaultTLSKeys() TLSKeys {
+	return TLSKeys{ClientAuth: "need", Protocol: "TLSv1.2", HostnameVerification: true}
+}
+
+// setTLSKey sets the key of k that name, less its prefix ("ssl." or
+// "ssl.quorum."), is; it reports false for a name that is none of them.
+func setTLSKey(k *TLSKeys, key, name, v string) (bool, error) {
+	var err error
+	switch name {
+	case "keyStore.location":
+		k.KeyStore.Location = v
+	case "keyStore.password":
+		k.KeyStore.Password = v
+	case "keyStore.passwordPath":
+		k.KeyStore.PasswordPath = v
+	case "keyStore.type":
+		k.KeyStore.Type, err = parseStoreType(key, v)
+	case "trustStore.location":
+		k.TrustStore.Location = v
+	case "trustStore.password":
+		k.TrustStore.Password = v
+	case "trustStore.passwordPath":
+		k.TrustStore.PasswordPath = v
+	case "trustStore.type":
+		k.TrustStore.Type, err = parseStoreType(key, v)
+	case "clientAuth":
+		k.ClientAuth, err = parseClientAuth(key, v)
+	case "protocol":
+		k.Protocol = v
+	case "enabledProtocols":
+		k.EnabledProtocols = splitList(v)
+	case "ciphersuites":
+		k.CipherSuites = splitList(v)
+	case "hostnameVerification":
+		k.HostnameVerification, err = parseBool(key, v)
+	default:
+		return false, nil
+	}
+	return true, err
 }
 
 // Store is one keystore or truststore file.
@@ -53,7 +102,7 @@ type Store struct {
 
 // DefaultSSL is ZooKeeper 3.8's client TLS configuration.
 func DefaultSSL() SSL {
-	return SSL{ClientAuth: "need", Protocol: "TLSv1.2", HostnameVerification: true, AuthProvider: "x509"}
+	return SSL{TLSKeys: defaultTLSKeys(), AuthProvider: "x509"}
 }
 
 // TLSEnabled reports whether any client port speaks TLS: a secure client
@@ -66,33 +115,12 @@ func (c Config) TLSEnabled() bool {
 func (p *parser) setSSLKey(key, name, v string) (bool, error) {
 	s := &p.c.SSL
 	var err error
+	if rest, ok := strings.CutPrefix(name, "ssl."); ok && !strings.HasPrefix(rest, "quorum.") {
+		if ok, err := setTLSKey(&s.TLSKeys, key, rest, v); ok {
+			return true, err
+		}
+	}
 	switch name {
-	case "ssl.keyStore.location":
-		s.KeyStore.Location = v
-	case "ssl.keyStore.password":
-		s.KeyStore.Password = v
-	case "ssl.keyStore.passwordPath":
-		s.KeyStore.PasswordPath = v
-	case "ssl.keyStore.type":
-		s.KeyStore.Type, err = parseStoreType(key, v)
-	case "ssl.trustStore.location":
-		s.TrustStore.Location = v
-	case "ssl.trustStore.password":
-		s.TrustStore.Password = v
-	case "ssl.trustStore.passwordPath":
-		s.TrustStore.PasswordPath = v
-	case "ssl.trustStore.type":
-		s.TrustStore.Type, err = parseStoreType(key, v)
-	case "ssl.clientAuth":
-		s.ClientAuth, err = parseClientAuth(key, v)
-	case "ssl.protocol":
-		s.Protocol = v
-	case "ssl.enabledProtocols":
-		s.EnabledProtocols = splitList(v)
-	case "ssl.ciphersuites":
-		s.CipherSuites = splitList(v)
-	case "ssl.hostnameVerification":
-		s.HostnameVerification, err = parseBool(key, v)
 	case "ssl.authProvider":
 		s.AuthProvider = v
 	case "client.portUnification":

@@ -101,15 +101,8 @@ func New(cfg conf.Config, logger *slog.Logger) (*Network, error) {
 }
 
 // loadTLS loads the ssl.quorum.* stores.
-func (n *Network) loadTLS(t conf.QuorumTLS) error {
-	r, notes, err := tlsconf.NewReloader(tlsconf.Options{
-		KeyStore:         tlsconf.Store{Path: t.KeyStore.Location, Password: t.KeyStore.Password, PasswordPath: t.KeyStore.PasswordPath, Type: t.KeyStore.Type},
-		TrustStore:       tlsconf.Store{Path: t.TrustStore.Location, Password: t.TrustStore.Password, PasswordPath: t.TrustStore.PasswordPath, Type: t.TrustStore.Type},
-		ClientAuth:       t.ClientAuth,
-		Protocol:         t.Protocol,
-		EnabledProtocols: t.EnabledProtocols,
-		CipherSuites:     t.CipherSuites,
-	}, n.log)
+func (n *Network) loadTLS(t conf.TLSKeys) error {
+	r, notes, err := tlsconf.NewReloader(tlsconf.OptionsFrom(t), n.log)
 	if err != nil {
 		return fmt.Errorf("peernet: ssl.quorum: %w", err)
 	}

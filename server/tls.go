@@ -38,15 +38,7 @@ func newClientTLS(cfg conf.Config, reg *acl.Registry, logger *slog.Logger) (*tls
 	if !cfg.TLSEnabled() {
 		return nil, nil
 	}
-	s := cfg.SSL
-	r, notes, err := tlsconf.NewReloader(tlsconf.Options{
-		KeyStore:         tlsconf.Store{Path: s.KeyStore.Location, Password: s.KeyStore.Password, PasswordPath: s.KeyStore.PasswordPath, Type: s.KeyStore.Type},
-		TrustStore:       tlsconf.Store{Path: s.TrustStore.Location, Password: s.TrustStore.Password, PasswordPath: s.TrustStore.PasswordPath, Type: s.TrustStore.Type},
-		ClientAuth:       s.ClientAuth,
-		Protocol:         s.Protocol,
-		EnabledProtocols: s.EnabledProtocols,
-		CipherSuites:     s.CipherSuites,
-	}, logger)
+	r, notes, err := tlsconf.NewReloader(tlsconf.OptionsFrom(cfg.SSL.TLSKeys), logger)
 	if err != nil {
 		return nil, fmt.Errorf("server: client TLS: %w", err)
 	}

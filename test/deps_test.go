@@ -27,7 +27,7 @@ var allowedImports = map[string][]string{
 	"internal/bench":    {"jute"},
 	"cmd/zkbench":       {"internal/bench"},
 	"test/ports":        {},
-	"tlsconf":           {},
+	"tlsconf":           {"conf"},
 	"sasl":              {},
 	"tlsconf/tlstest":   {},
 }

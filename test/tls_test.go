@@ -2,7 +2,6 @@ package test
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"encoding/json"
@@ -14,7 +13,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,7 +32,7 @@ type tlsEnv struct {
 	dir    string
 	ca     *tlstest.Cert
 	server *tlstest.Cert
-	logs   *logCapture
+	logs   *testutil.LogCapture
 }
 
 // client issues a client certificate with the subject name.
@@ -71,13 +69,14 @@ func startTLSServer(t *testing.T, mutate func(*conf.Config)) (*server.Server, *t
 // startTLSServerWith is startTLSServer with the operator surfaces op.
 func startTLSServerWith(t *testing.T, op server.Operator, mutate func(*conf.Config)) (*server.Server, *tlsEnv) {
 	t.Helper()
-	env := &tlsEnv{dir: t.TempDir(), ca: tlstest.NewCA(t, "zk test CA"), logs: &logCapture{t: t}}
+	env := &tlsEnv{dir: t.TempDir(), ca: tlstest.NewCA(t, "zk test CA")}
 	env.server = env.ca.Issue(t, pkix.Name{CommonName: "zkserverd"}, tlstest.Options{})
 	cfg := testConfig(t, t.TempDir())
 	cfg.SSL.KeyStore = conf.Store{Location: tlstest.WriteFile(t, env.dir, "server.p12", env.server.PKCS12KeyStore(t, "secret")), Password: "secret"}
 	cfg.SSL.TrustStore = conf.Store{Location: tlstest.WriteFile(t, env.dir, "ca.pem", tlstest.PEMTrustStore(env.ca))}
 	mutate(&cfg)
-	logger := slog.New(slog.NewTextHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger, logs := testutil.CaptureLogger(t, slog.LevelInfo)
+	env.logs = logs
 	return servertest.Start(t, server.Options{Config: cfg, Logger: logger, Operator: op}), env
 }
 
@@ -204,7 +203,7 @@ func TestTLSRefusesBadClients(t *testing.T) {
 				t.Fatal("the server accepted the client")
 			}
 			testutil.Eventually(t, 5*time.Second, "the handshake failure logged: "+tt.wantLog, func() bool {
-				return env.logs.has("TLS handshake failed", tt.wantLog)
+				return len(env.logs.Lines("TLS handshake failed", tt.wantLog)) > 0
 			})
 			// The server keeps serving good clients.
 			if _, err := dialRawTLS(t, addr, env.clientConfig(env.client(t, bobName))); err != nil {
@@ -313,7 +312,7 @@ func TestTLSCertReload(t *testing.T) {
 			tlstest.WriteFile(t, env.dir, "server.p12", next.PKCS12KeyStore(t, "secret"))
 			if reload {
 				testutil.Eventually(t, 10*time.Second, "the renewed certificate served", func() bool { return leaf() == "zkserverd-renewed" })
-				if !env.logs.has("TLS key or trust store reloaded") {
+				if len(env.logs.Lines("TLS key or trust store reloaded")) == 0 {
 					t.Fatal("no log line for the reload")
 				}
 			} else {
@@ -323,54 +322,16 @@ func TestTLSCertReload(t *testing.T) {
 				if got := leaf(); got != "zkserverd" {
 					t.Fatalf("server certificate %q after the file changed, want zkserverd (no reload)", got)
 				}
-				if env.logs.has("reloaded") {
+				if len(env.logs.Lines("reloaded")) > 0 {
 					t.Fatal("a reload was logged with client.certReload off")
 				}
 			}
-			if !env.logs.has("zookeeper.client.certReload=" + fmt.Sprint(reload)) {
+			if len(env.logs.Lines("zookeeper.client.certReload="+fmt.Sprint(reload))) == 0 {
 				t.Error("no log line naming zookeeper.client.certReload")
 			}
 			connectTLS(t, addr, env.clientConfig(env.client(t, bobName)))
 		})
 	}
-}
-
-// logCapture keeps a server's log lines for assertions and passes them to
-// t.Log; mu guards buf.
-type logCapture struct {
-	t   *testing.T
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write implements io.Writer.
-func (l *logCapture) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// String returns everything logged.
-func (l *logCapture) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// has reports whether one logged line contains every part.
-func (l *logCapture) has(parts ...string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, line := range strings.Split(l.buf.String(), "\n") {
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(line, p)
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
 }
 
 // TestTLSOperatorViews: conf shows the bound secure port (and clientPort

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/zkserverd/zkserverd/conf"
 )
 
 // ErrConfig marks a TLS setting that cannot be served.
@@ -159,3 +161,19 @@ func cipherSuites(names []string, minV uint16) ([]uint16, []string, error) {
 
 // tls13Suites are the TLS 1.3 suites, which Go does not let a server pick.
 var tls13Suites = []uint16{tls.TLS_AES_128_GCM_SHA256, tls.TLS_AES_256_GCM_SHA384, tls.TLS_CHACHA20_POLY1305_SHA256}
+
+// OptionsFrom is the Options of one family of ZooKeeper's TLS keys:
+// the client port's ssl.* or the member links' ssl.quorum.*.
+func OptionsFrom(k conf.TLSKeys) Options {
+	store := func(s conf.Store) Store {
+		return Store{Path: s.Location, Password: s.Password, PasswordPath: s.PasswordPath, Type: s.Type}
+	}
+	return Options{
+		KeyStore:         store(k.KeyStore),
+		TrustStore:       store(k.TrustStore),
+		ClientAuth:       k.ClientAuth,
+		Protocol:         k.Protocol,
+		EnabledProtocols: k.EnabledProtocols,
+		CipherSuites:     k.CipherSuites,
+	}
+}

@@ -242,6 +242,13 @@ func (c *LogCapture) Write(p []byte) (int, error) {
 	return c.buf.Write(p)
 }
 
+// String returns everything captured.
+func (c *LogCapture) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
 // Lines returns the captured lines that contain every one of parts.
 func (c *LogCapture) Lines(parts ...string) []string {
 	c.mu.Lock()
