@@ -73,26 +73,6 @@ func TestParseQuorumKeysFromSystemProperties(t *testing.T) {
 	}
 }
 
-func TestParseQuorumBadValues(t *testing.T) {
-	tests := []struct{ line, key string }{
-		{"sslQuorum=yes", "sslQuorum"},
-		{"portUnification=1", "portUnification"},
-		{"quorum.auth.enableSasl=on", "quorum.auth.enableSasl"},
-		{"zookeeper.ssl.quorum.keyStore.type=BCFKS", "zookeeper.ssl.quorum.keyStore.type"},
-		{"ssl.quorum.clientAuth=maybe", "ssl.quorum.clientAuth"},
-		{"ssl.quorum.hostnameVerification=no", "ssl.quorum.hostnameVerification"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.line, func(t *testing.T) {
-			_, _, err := parseString(t, tt.line)
-			var ke *KeyError
-			if !errors.As(err, &ke) || ke.Key != tt.key {
-				t.Fatalf("err = %v, want a KeyError for %s", err, tt.key)
-			}
-		})
-	}
-}
-
 func TestValidateQuorum(t *testing.T) {
 	const ensemble = "server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.2:2888:3888\n"
 	const jaas = "java.security.auth.login.config=/jaas.conf\n"

@@ -93,13 +93,21 @@ func TestParseCertReloadNotTrue(t *testing.T) {
 	}
 }
 
-func TestParseSSLBadValues(t *testing.T) {
+// TestParseSecurityBadValues covers the client port's and the member
+// links' TLS keys (one parser) and their switches.
+func TestParseSecurityBadValues(t *testing.T) {
 	tests := []struct{ line, key string }{
 		{"ssl.clientAuth=maybe", "ssl.clientAuth"},
 		{"zookeeper.ssl.keyStore.type=BCFKS", "zookeeper.ssl.keyStore.type"},
 		{"ssl.trustStore.type=p12", "ssl.trustStore.type"},
 		{"ssl.hostnameVerification=yes", "ssl.hostnameVerification"},
 		{"client.portUnification=1", "client.portUnification"},
+		{"sslQuorum=yes", "sslQuorum"},
+		{"portUnification=1", "portUnification"},
+		{"quorum.auth.enableSasl=on", "quorum.auth.enableSasl"},
+		{"zookeeper.ssl.quorum.keyStore.type=BCFKS", "zookeeper.ssl.quorum.keyStore.type"},
+		{"ssl.quorum.clientAuth=maybe", "ssl.quorum.clientAuth"},
+		{"ssl.quorum.hostnameVerification=no", "ssl.quorum.hostnameVerification"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
