@@ -226,41 +226,16 @@ func TestClusterReplicatesForwardedWrites(t *testing.T) {
 	c.converged()
 }
 
-// TestClusterFollowerAppliesForwardedWritesEarly checks that a follower
-// applies its forwarded writes from the leader's reply (applyForwarded)
-// and that the members still agree. Whether the reply or raft's commit
-// announcement gets there first is a race; with the reply sent first it
-// wins nearly always, so some of a bounded number of writes must show it.
-func TestClusterFollowerAppliesForwardedWritesEarly(t *testing.T) {
-	c := newTestCluster(t, 3)
-	follower := (c.leader() + 1) % 3
-	f := c.nodes[follower].fsm
-	deadline := time.Now().Add(20 * time.Second)
-	for i := 0; i < 200 && f.early.Load() == 0 && time.Now().Before(deadline); i++ {
-		o := submitRetrying(t, c.nodes[follower], createTxn(fmt.Sprintf("/early%d", i)))
-		if o.Err != nil || o.Result.Err != jute.OK {
-			t.Fatalf("forwarded write %d: %+v", i, o)
-		}
-	}
-	if f.early.Load() == 0 {
-		t.Fatal("no forwarded write was applied from the leader's reply")
-	}
-	c.converged()
-}
-
-// TestClusterFollowerRestartsAfterEarlyApplies restarts a follower that
-// applied forwarded writes early and took snapshots meanwhile (threshold
-// 32): replaying its snapshot and log must not apply anything twice.
-func TestClusterFollowerRestartsAfterEarlyApplies(t *testing.T) {
+// TestClusterFollowerRestartsAfterSnapshots restarts a follower whose
+// clients wrote through it while it took snapshots (threshold 32):
+// replaying its snapshot and log must not apply anything twice.
+func TestClusterFollowerRestartsAfterSnapshots(t *testing.T) {
 	c := newTestCluster(t, 3)
 	follower := (c.leader() + 1) % 3
 	for i := 0; i < 120; i++ {
 		if o := submitRetrying(t, c.nodes[follower], createTxn(fmt.Sprintf("/r%d", i))); o.Err != nil || o.Result.Err != jute.OK {
 			t.Fatalf("forwarded write %d: %+v", i, o)
 		}
-	}
-	if c.nodes[follower].fsm.early.Load() == 0 {
-		t.Fatal("no forwarded write was applied from the leader's reply")
 	}
 	if err := c.nodes[follower].Snapshot(); err != nil {
 		t.Fatal(err)
@@ -273,6 +248,47 @@ func TestClusterFollowerRestartsAfterEarlyApplies(t *testing.T) {
 		}
 	}
 	c.converged()
+}
+
+// TestIdleFollowerLearnsCommitFromRaft pins the raft behaviour the write
+// path relies on: a follower learns that an entry committed from raft's
+// own appends, and when no other write follows, from the append an idle
+// leader sends every CommitTimeout. Each write below is the last of its
+// burst: a write through a follower completes only once that follower
+// applied it, and the other follower applies it too, with no entry after
+// it in the leader's log.
+func TestIdleFollowerLearnsCommitFromRaft(t *testing.T) {
+	c := &testCluster{t: t}
+	c.cfgHook = func(cfg *Config) { cfg.commitTimeout = 100 * time.Millisecond }
+	c.startMembers(3, false)
+	lead := c.leader()
+	followers := []int{(lead + 1) % 3, (lead + 2) % 3}
+	tests := []struct {
+		name   string
+		writer int
+	}{
+		{"written through a follower", followers[0]},
+		{"written on the leader", lead},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := fmt.Sprintf("/idle%d", i)
+			o := await(t, c.nodes[tc.writer].Submit(createTxn(path)))
+			if o.Err != nil || o.Result.Err != jute.OK {
+				t.Fatalf("write: %+v", o)
+			}
+			last := c.nodes[lead].raft.LastIndex()
+			for _, f := range followers {
+				testutil.Eventually(t, 10*time.Second, fmt.Sprintf("member %d applies %s", f+1, path), func() bool {
+					_, _, code := c.nodes[f].Tree().GetData(path, nil, nil)
+					return code == jute.OK
+				})
+			}
+			if got := c.nodes[lead].raft.LastIndex(); got != last {
+				t.Fatalf("the leader's log grew from %d to %d: followers must learn commits without new entries", last, got)
+			}
+		})
+	}
 }
 
 func TestClusterSyncIsABarrier(t *testing.T) {

@@ -155,11 +155,9 @@ type Node struct {
 	waiters  *waiters
 	applied  *appliedIndex
 	closers  []func() error
-	lsync    *leaderSync               // the WAL's deferred leader fsyncs (nil without WAL and forceSync)
 	faults   *diskFaults               // stops the member at a failed log write
 	syncs    *logSyncs                 // times the WAL's fsyncs
 	running  atomic.Pointer[raft.Raft] // raft once NewRaft returned (read by raft's own goroutines)
-	lt       *leaderTransport          // an ensemble member's raft transport (nil when standalone)
 	peers    *peerSet
 	fwd      *forwarder
 	health   peerHealth
@@ -190,10 +188,6 @@ type future interface{ Error() error }
 type inflightEntry struct {
 	future future
 	props  []proposal
-	entry  []byte // the log entry built on this member, if any
-	// forwarded: the entry, built on this leader, carries writes forwarded
-	// by another member (commit announcements for it are urgent).
-	forwarded bool
 	// term and marks: what the entry, built on this leader in term, marked
 	// for the forecaster (forecast.go).
 	term  uint64
@@ -342,11 +336,7 @@ func (n *Node) transport(rc *raft.Config) (raft.Transport, raft.Configuration, e
 	if err != nil {
 		return nil, raft.Configuration{}, err
 	}
-	var synced func() uint64
-	if n.lsync != nil {
-		synced = n.lsync.syncedIndex
-	}
-	trans, n.lt = newLeaderTransport(trans, synced)
+	trans = refusePipeline(trans) // transport.go
 	if err := n.listenForwarding(self); err != nil {
 		return nil, raft.Configuration{}, err
 	}
@@ -421,13 +411,13 @@ func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 		rc.ElectionTimeout = timeout
 		rc.LeaderLeaseTimeout = timeout
 	}
-	// An idle leader sends every follower an append each CommitTimeout
-	// (randomized up to twice that) to carry its commit index. Followers
-	// learn commits from the appends that carry entries and from the
-	// collector's announcements (announceCommit), so this is only a
-	// fallback: at 5 ms those idle appends were most of an idle
-	// ensemble's CPU, and 50 ms (raft's default) halved it.
-	rc.CommitTimeout = 50 * time.Millisecond
+	// Followers learn the commit index from raft's appends: with the next
+	// entries, or, when none follow, from the append an idle leader sends
+	// each follower every CommitTimeout (randomized up to twice that). So
+	// after the last write of a burst a follower applies it, and its
+	// client gets the reply to a write it forwarded, up to 2×CommitTimeout
+	// after the commit (TestIdleFollowerLearnsCommitFromRaft).
+	rc.CommitTimeout = raftCommitTimeout
 	if cfg.commitTimeout > 0 {
 		rc.CommitTimeout = cfg.commitTimeout
 	}
@@ -446,6 +436,13 @@ func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 	rc.Logger = newHCLogger(logger)
 	return rc
 }
+
+// raftCommitTimeout is raft's CommitTimeout for every member: a fifth of
+// raft's default (50 ms), so that a follower's client waits 5–10 ms, not
+// 50–100, for the reply to the last write of a burst it sent through that
+// follower. The price is an idle leader's append to each follower every
+// 5–10 ms.
+const raftCommitTimeout = 5 * time.Millisecond
 
 func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
 	if n.cfg.InMemory {
@@ -521,12 +518,12 @@ func (n *Node) openLogStore(kind, logDir string) (raft.LogStore, raft.StableStor
 	return store, store, path, nil
 }
 
-// openWAL opens the raft-wal log store in walDir. With forceSync it runs
-// behind leaderSync (leadersync.go), which lets a leader replicate entries
-// while it fsyncs them, on segments that zeroFS (walfs.go) zeroes ahead of
-// the writes; without, its files are never synced. Either way a failed
-// write, fsync or metadata commit stops the member (crashStopFS,
-// crashStopMeta).
+// openWAL opens the raft-wal log store in walDir. With forceSync every
+// append is fsynced before StoreLogs returns (raft's contract for a log
+// store), on segments that zeroFS (walfs.go) zeroes ahead of the writes,
+// and a segment reopened at start is synced first (syncAtOpenFS); without,
+// its files are never synced. Either way a failed write, fsync or metadata
+// commit stops the member (crashStopFS, crashStopMeta).
 func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	// The WAL does not close its metadata database itself; it is ours
 	// to close after the WAL (closers run in reverse order).
@@ -541,10 +538,7 @@ func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	n.closers = append(n.closers, deleter.wait) // after the WAL's Close
 	vfs = deleter
 	if n.cfg.ForceSync {
-		n.lsync = newLeaderSync()
-		n.closers = append(n.closers, n.lsync.close)
-		vfs = syncFS{VFS: crashStopFS{VFS: zeroFS{VFS: vfs, syncs: n.syncs}, faults: n.faults}, sync: n.lsync}
-		meta = syncMeta{MetaStore: meta, sync: n.lsync}
+		vfs = syncAtOpenFS{crashStopFS{VFS: zeroFS{VFS: vfs, syncs: n.syncs}, faults: n.faults}}
 	} else {
 		vfs = crashStopFS{VFS: noSyncFS(vfs), faults: n.faults}
 	}
@@ -553,16 +547,7 @@ func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 		return nil, nil, fmt.Errorf("replication: open log store: %w", err)
 	}
 	n.closers = append(n.closers, store.Close)
-	if n.lsync == nil {
-		return store, store, nil
-	}
-	last, err := store.LastIndex()
-	if err != nil {
-		return nil, nil, fmt.Errorf("replication: open log store: %w", err)
-	}
-	n.lsync.setSynced(last) // syncFS synced the tail it reopened
-	n.fsm.durable = n.lsync
-	return &syncedLogStore{LogStore: store, sync: n.lsync, leading: n.leadingNow}, store, nil
+	return store, store, nil
 }
 
 // chooseLogStore decides which log store to open in logDir. A data
@@ -633,7 +618,7 @@ func (n *Node) Submit(t *txnlog.Txn) <-chan Outcome {
 		t.Owner = n.cfg.ServerID
 	}
 	ch := n.waiters.register(t.RequestID)
-	local := *t // the caller keeps t; the FSM applies this copy (local.go)
+	local := *t // the caller keeps t; the batcher encodes this copy
 	n.enqueue(proposal{txn: &local, size: txnlog.SizeHint(&local), id: t.RequestID})
 	return ch
 }
@@ -658,12 +643,7 @@ func (n *Node) commitBatch(batch []proposal) inflightEntry {
 			entry = batch[i].appendTo(entry)
 		}
 		n.entrySizes.record(len(entry))
-		en := localEntry(batch, now)
-		if en != nil {
-			n.fsm.local.put(entry, en)
-		}
-		return inflightEntry{future: n.raft.Apply(entry, 0), props: batch, entry: entry, forwarded: en == nil,
-			term: term, marks: marks}
+		return inflightEntry{future: n.raft.Apply(entry, 0), props: batch, term: term, marks: marks}
 	}
 	return inflightEntry{future: &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(batch))}, props: batch}
 }
@@ -671,9 +651,9 @@ func (n *Node) commitBatch(batch []proposal) inflightEntry {
 // enqueueForwarded puts transactions forwarded by another member into this
 // leader's batcher. It returns a channel that reports whether all of them
 // were committed and, for the reply once they were, a function giving the
-// index and term of the entry that holds the last of them (16 bytes; nil
-// when that entry has left the log): the forwarding follower applies its
-// log up to that entry without waiting for raft (applyForwarded).
+// index of the entry that holds the last of them (8 bytes). The forwarding
+// follower does not act on it: its proposers' waiters fire when its own
+// FSM applies the entry, once raft has told it of the commit.
 func (n *Node) enqueueForwarded(txns [][]byte) (<-chan error, func() []byte) {
 	ch := make(chan error, 1)
 	if len(txns) == 0 {
@@ -700,57 +680,27 @@ func (n *Node) enqueueForwarded(txns [][]byte) (<-chan error, func() []byte) {
 	n.enqueue(props...)
 	position := func() []byte {
 		mu.Lock()
-		index := last
-		mu.Unlock()
-		var l raft.Log
-		if index == 0 || n.logs.GetLog(index, &l) != nil {
-			return nil
-		}
-		return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, index), l.Term)
+		defer mu.Unlock()
+		return binary.BigEndian.AppendUint64(nil, last)
 	}
 	return ch, position
 }
 
-// applyForwarded applies this follower's log up to the entry a leader's
-// reply to forwarded writes names (index and term, 16 bytes; an empty body
-// from a leader that does not send them), without waiting for raft to
-// learn of the commit: the leader's commit announcement reaches the FSM
-// through raft's transport, follower loop and FSM goroutine, which on a
-// 2-vCPU machine took longer than the reply.
-func (n *Node) applyForwarded(body []byte) {
-	if len(body) != 16 {
-		return
-	}
-	n.fsm.applyAhead(binary.BigEndian.Uint64(body), binary.BigEndian.Uint64(body[8:]), n.logs)
-}
-
 // collectLoop waits for each entry's future in order and fails the
-// proposals of entries that were not committed. On a leader it also makes
-// sure the followers learn promptly that its entries were committed.
+// proposals of entries that were not committed. The proposals of committed
+// entries hear from the FSM, which triggers their waiters as it applies.
 func (n *Node) collectLoop() {
 	defer n.wg.Done()
-	var committed uint64 // the last entry this leader committed that followers may not know of yet
-	forwarded := false   // whether entries up to committed carry forwarded writes
 	for e := range n.inflight {
 		var index uint64 // the entry's, when this leader committed it
 		err := e.future.Error()
 		n.forecast.unmark(e.term, e.marks)
 		if err != nil {
 			n.log.Warn("writes not committed", "err", err, "txns", len(e.props))
-			n.fsm.local.take(e.entry) // not applied here (it may be later, decoded)
 		} else if f, ok := e.future.(raft.IndexFuture); ok {
 			index = f.Index()
-			committed = max(committed, index)
-			forwarded = forwarded || e.forwarded
 		}
-		// Announce first, then ready the forwarding replies: Go runs the
-		// goroutine readied last first, and a forwarding follower applies
-		// its writes from the reply (applyForwarded) sooner than from the
-		// announcement, which the other followers wait for.
-		if idle := n.queue.done(); committed > 0 && idle {
-			n.announceCommit(committed, forwarded)
-			committed, forwarded = 0, false
-		}
+		n.queue.done()
 		for _, p := range e.props {
 			if p.done != nil {
 				p.done(err, index)
@@ -760,27 +710,6 @@ func (n *Node) collectLoop() {
 			}
 		}
 	}
-}
-
-// announceCommit tells the followers that the entries up to index, which
-// this leader has applied, are committed (leaderTransport.announce), as
-// ZooKeeper's leader sends COMMIT. A follower applies an entry only once it
-// knows the entry is committed, and raft tells it with the next append, or
-// after CommitTimeout when no append comes: after the last write of a
-// burst, a follower's watchers would wait that long for their
-// notifications, and its clients for the reply to a write it forwarded
-// when the leader's reply came before the entry did. While work is
-// queued the next append carries the commit index anyway, so the collector
-// calls this only when idle.
-func (n *Node) announceCommit(index uint64, urgent bool) {
-	if n.lt == nil || !n.IsLeader() {
-		return
-	}
-	var l raft.Log
-	if err := n.logs.GetLog(index, &l); err != nil {
-		return // compacted into a snapshot: followers have learned it since
-	}
-	n.lt.announce(index, l.Term, urgent)
 }
 
 // Sync waits until this member has applied every entry the leader had in
