@@ -155,9 +155,8 @@ type Node struct {
 	waiters  *waiters
 	applied  *appliedIndex
 	closers  []func() error
-	faults   *diskFaults               // stops the member at a failed log write
-	syncs    *logSyncs                 // times the WAL's fsyncs
-	running  atomic.Pointer[raft.Raft] // raft once NewRaft returned (read by raft's own goroutines)
+	faults   *diskFaults // stops the member at a failed log write
+	syncs    *logSyncs   // times the WAL's fsyncs
 	peers    *peerSet
 	fwd      *forwarder
 	health   peerHealth
@@ -314,7 +313,6 @@ func (n *Node) startRaft() error {
 	}
 	n.raft = r
 	n.logs = logs
-	n.running.Store(r)
 	return nil
 }
 
@@ -859,13 +857,6 @@ func (n *Node) Sessions() *session.Table { return n.fsm.sessions.Load() }
 
 // LastZxid returns the zxid of the last applied transaction.
 func (n *Node) LastZxid() int64 { return n.fsm.lastZxid.Load() }
-
-// leadingNow reports whether raft runs and leads; unlike IsLeader it may
-// be called while raft is being created.
-func (n *Node) leadingNow() bool {
-	r := n.running.Load()
-	return r != nil && r.State() == raft.Leader
-}
 
 // IsLeader reports whether this member currently leads.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
