@@ -92,12 +92,14 @@ func (q *proposalQueue) drainLocked() {
 }
 
 // done uncounts an entry the collector has seen through and flushes what
-// waited for it.
-func (q *proposalQueue) done() {
+// waited for it. It reports whether the batcher is now idle: nothing
+// waiting, out or being flushed.
+func (q *proposalQueue) done() (idle bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.unapplied--
 	q.drainLocked()
+	return len(q.items) == 0 && q.unapplied == 0 && !q.flushing
 }
 
 // takeBatch removes the proposals of the next log entry (called with mu).

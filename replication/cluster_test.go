@@ -250,47 +250,6 @@ func TestClusterFollowerRestartsAfterSnapshots(t *testing.T) {
 	c.converged()
 }
 
-// TestIdleFollowerLearnsCommitFromRaft pins the raft behaviour the write
-// path relies on: a follower learns that an entry committed from raft's
-// own appends, and when no other write follows, from the append an idle
-// leader sends every CommitTimeout. Each write below is the last of its
-// burst: a write through a follower completes only once that follower
-// applied it, and the other follower applies it too, with no entry after
-// it in the leader's log.
-func TestIdleFollowerLearnsCommitFromRaft(t *testing.T) {
-	c := &testCluster{t: t}
-	c.cfgHook = func(cfg *Config) { cfg.commitTimeout = 100 * time.Millisecond }
-	c.startMembers(3, false)
-	lead := c.leader()
-	followers := []int{(lead + 1) % 3, (lead + 2) % 3}
-	tests := []struct {
-		name   string
-		writer int
-	}{
-		{"written through a follower", followers[0]},
-		{"written on the leader", lead},
-	}
-	for i, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			path := fmt.Sprintf("/idle%d", i)
-			o := await(t, c.nodes[tc.writer].Submit(createTxn(path)))
-			if o.Err != nil || o.Result.Err != jute.OK {
-				t.Fatalf("write: %+v", o)
-			}
-			last := c.nodes[lead].raft.LastIndex()
-			for _, f := range followers {
-				testutil.Eventually(t, 10*time.Second, fmt.Sprintf("member %d applies %s", f+1, path), func() bool {
-					_, _, code := c.nodes[f].Tree().GetData(path, nil, nil)
-					return code == jute.OK
-				})
-			}
-			if got := c.nodes[lead].raft.LastIndex(); got != last {
-				t.Fatalf("the leader's log grew from %d to %d: followers must learn commits without new entries", last, got)
-			}
-		})
-	}
-}
-
 func TestClusterSyncIsABarrier(t *testing.T) {
 	c := newTestCluster(t, 3)
 	lead := c.leader()

@@ -29,7 +29,7 @@ const (
 	// response comes after the commit, with the index (int64) of the
 	// entry that holds the last of them.
 	fwdPropose byte = 1
-	fwdSync    byte = 2 // no body; response body: int64 leader's last log index
+	fwdSync    byte = 2 // no body; response body: int64 index to apply (syncTarget)
 	fwdTouch   byte = 3 // body: int32 n, n × int64 session ids; response immediate
 
 	fwdOK        byte = 0
@@ -295,8 +295,9 @@ func (n *Node) handleForward(kind byte, seq int64, body []byte) fwdReply {
 			return r
 		}
 		last := n.raft.LastIndex()
-		r.body = binary.BigEndian.AppendUint64(nil, last)
-		r.wait = n.appliedBy(last)
+		target := n.syncTarget(last)
+		r.body = binary.BigEndian.AppendUint64(nil, target)
+		r.wait = n.appliedBy(last, target)
 		return r
 	case fwdReconfig:
 		if !n.IsLeader() {
@@ -325,16 +326,45 @@ func (n *Node) handleForward(kind byte, seq int64, body []byte) fwdReply {
 
 // appliedBy reports on the returned channel when this leader has applied
 // index (within ForwardTimeout): a sync reply names only committed entries,
-// which the syncing follower then waits to apply itself.
-func (n *Node) appliedBy(index uint64) <-chan error {
+// which the syncing follower then waits to apply itself. Unless a nudge
+// since told the followers that target is committed, it asks for one
+// (nudge.go), so the follower need not wait for raft's CommitTimeout.
+func (n *Node) appliedBy(index, target uint64) <-chan error {
 	ch := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ForwardTimeout)
 		defer cancel()
-		ch <- n.WaitApplied(ctx, index)
+		err := n.WaitApplied(ctx, index)
+		if err == nil {
+			n.nudge.wantUnless(target)
+		}
+		ch <- err
 	}()
 	return ch
 }
+
+// syncTarget returns the index a syncing follower must apply to have
+// everything the leader's log holds up to last: the last command entry at
+// or before last. Barrier, no-op and configuration entries change no FSM
+// state, and the follower would learn their commit only from a later
+// append. It looks back a few entries and returns last when it finds no
+// command entry there.
+func (n *Node) syncTarget(last uint64) uint64 {
+	for i := last; i > 0 && last-i < maxSyncLookBack; i-- {
+		var l raft.Log
+		if err := n.logs.GetLog(i, &l); err != nil {
+			break
+		}
+		if l.Type == raft.LogCommand {
+			return i
+		}
+	}
+	return last
+}
+
+// maxSyncLookBack bounds syncTarget's look back: an idle leader appends one
+// barrier after its last writes, and a new leader a no-op.
+const maxSyncLookBack = 8
 
 func (n *Node) writeForwardReplies(c net.Conn, replies <-chan fwdReply) {
 	bw := bufio.NewWriter(c)

@@ -101,14 +101,15 @@ type Config struct {
 	// write or fsync of its log (diskfault.go). The fault is logged before.
 	// Nil means exit the process with status 1.
 	Fatal func(error)
+	// WrapLogStore, when set, wraps the raft log store as opened, inside
+	// the member's own layers (disk-fault handling, the recent-entries
+	// cache): an embedding program can observe or fail the log's calls
+	// (the disk-fault tests fail raft-boltdb's appends with it). The
+	// wrapper must keep raft's LogStore contract. Nil: no wrapper.
+	WrapLogStore func(raft.LogStore) raft.LogStore
 
 	// vfs replaces the WAL's file system (tests inject failures).
 	vfs types.VFS
-	// wrapLogs, when set, wraps the log store as opened (tests inject
-	// failures of raft-boltdb, which has no file system layer).
-	wrapLogs func(raft.LogStore) raft.LogStore
-	// commitTimeout replaces raft's CommitTimeout (tests).
-	commitTimeout time.Duration
 }
 
 // maxBatchTxns and maxBatchBytes bound one log entry built by the batcher.
@@ -160,8 +161,9 @@ type Node struct {
 	peers    *peerSet
 	fwd      *forwarder
 	health   peerHealth
-	link     *leaderLink // a follower's forwarding connection to the leader (health.go)
-	forecast *forecaster // the leader's failed-write forecasts (forecast.go)
+	link     *leaderLink  // a follower's forwarding connection to the leader (health.go)
+	forecast *forecaster  // the leader's failed-write forecasts (forecast.go)
+	nudge    *commitNudge // an idle leader's barrier for its followers (nudge.go)
 
 	// fwdMu guards the forwarding listener and the member connections it
 	// accepted, closed together by Close.
@@ -217,6 +219,7 @@ func Open(cfg Config) (*Node, error) {
 		stop:     make(chan struct{}),
 		link:     newLeaderLink(),
 		forecast: newForecaster(),
+		nudge:    newCommitNudge(),
 	}
 	if cfg.ForwardTimeout <= 0 {
 		n.cfg.ForwardTimeout = 10 * time.Second
@@ -241,6 +244,8 @@ func Open(cfg Config) (*Node, error) {
 	go n.collectLoop()
 	if n.clustered() {
 		n.watchHealth()
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); n.nudge.run(n.raft, n.cfg.ForwardTimeout, n.stop) }()
 	}
 	if cfg.SnapshotThreshold > 0 {
 		n.wg.Add(1)
@@ -411,14 +416,10 @@ func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 	}
 	// Followers learn the commit index from raft's appends: with the next
 	// entries, or, when none follow, from the append an idle leader sends
-	// each follower every CommitTimeout (randomized up to twice that). So
-	// after the last write of a burst a follower applies it, and its
-	// client gets the reply to a write it forwarded, up to 2×CommitTimeout
-	// after the commit (TestIdleFollowerLearnsCommitFromRaft).
+	// each follower every CommitTimeout (randomized up to twice that). The
+	// leader's nudge (nudge.go) tells them at once after the last write of
+	// a burst, so CommitTimeout is only the fallback: raft's default.
 	rc.CommitTimeout = raftCommitTimeout
-	if cfg.commitTimeout > 0 {
-		rc.CommitTimeout = cfg.commitTimeout
-	}
 	rc.MaxAppendEntries = maxAppendEntries
 	rc.BatchApplyCh = true
 	if cfg.SnapshotThreshold > 0 {
@@ -435,12 +436,9 @@ func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 	return rc
 }
 
-// raftCommitTimeout is raft's CommitTimeout for every member: a fifth of
-// raft's default (50 ms), so that a follower's client waits 5–10 ms, not
-// 50–100, for the reply to the last write of a burst it sent through that
-// follower. The price is an idle leader's append to each follower every
-// 5–10 ms.
-const raftCommitTimeout = 5 * time.Millisecond
+// raftCommitTimeout is raft's CommitTimeout for every member, raft's
+// default. At 5 ms an idle ensemble's appends were most of its CPU.
+const raftCommitTimeout = 50 * time.Millisecond
 
 func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
 	if n.cfg.InMemory {
@@ -467,8 +465,8 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if n.cfg.wrapLogs != nil {
-		logs = n.cfg.wrapLogs(logs)
+	if n.cfg.WrapLogStore != nil {
+		logs = n.cfg.WrapLogStore(logs)
 	}
 	// The WAL's faults are caught at its files (openWAL), which name the
 	// segment; an error of its StoreLogs that is not a disk fault must
@@ -687,8 +685,12 @@ func (n *Node) enqueueForwarded(txns [][]byte) (<-chan error, func() []byte) {
 // collectLoop waits for each entry's future in order and fails the
 // proposals of entries that were not committed. The proposals of committed
 // entries hear from the FSM, which triggers their waiters as it applies.
+// When this leader has committed entries and nothing else is queued, it
+// asks for a nudge (nudge.go), so that the followers learn the commit
+// without waiting for raft's CommitTimeout.
 func (n *Node) collectLoop() {
 	defer n.wg.Done()
+	committed := false // entries this leader committed since the last nudge
 	for e := range n.inflight {
 		var index uint64 // the entry's, when this leader committed it
 		err := e.future.Error()
@@ -697,8 +699,12 @@ func (n *Node) collectLoop() {
 			n.log.Warn("writes not committed", "err", err, "txns", len(e.props))
 		} else if f, ok := e.future.(raft.IndexFuture); ok {
 			index = f.Index()
+			committed = true
 		}
-		n.queue.done()
+		if idle := n.queue.done(); idle && committed && n.clustered() {
+			n.nudge.want()
+			committed = false
+		}
 		for _, p := range e.props {
 			if p.done != nil {
 				p.done(err, index)
