@@ -336,7 +336,7 @@ func (n *Node) appliedBy(index, target uint64) <-chan error {
 		defer cancel()
 		err := n.WaitApplied(ctx, index)
 		if err == nil {
-			n.nudge.wantUnless(target)
+			n.nudge.wantUnless(target, n.raft.LastIndex())
 		}
 		ch <- err
 	}()

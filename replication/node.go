@@ -189,6 +189,9 @@ type future interface{ Error() error }
 type inflightEntry struct {
 	future future
 	props  []proposal
+	// forwarded: the entry, built on this leader, carries writes forwarded
+	// by another member, whose clients wait for the commit (nudge.go).
+	forwarded bool
 	// term and marks: what the entry, built on this leader in term, marked
 	// for the forecaster (forecast.go).
 	term  uint64
@@ -639,9 +642,21 @@ func (n *Node) commitBatch(batch []proposal) inflightEntry {
 			entry = batch[i].appendTo(entry)
 		}
 		n.entrySizes.record(len(entry))
-		return inflightEntry{future: n.raft.Apply(entry, 0), props: batch, term: term, marks: marks}
+		return inflightEntry{future: n.raft.Apply(entry, 0), props: batch, term: term, marks: marks,
+			forwarded: carriesForwarded(batch)}
 	}
 	return inflightEntry{future: &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(batch))}, props: batch}
+}
+
+// carriesForwarded reports whether batch holds a transaction forwarded by
+// another member.
+func carriesForwarded(batch []proposal) bool {
+	for _, p := range batch {
+		if p.encoded != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // enqueueForwarded puts transactions forwarded by another member into this
@@ -687,10 +702,13 @@ func (n *Node) enqueueForwarded(txns [][]byte) (<-chan error, func() []byte) {
 // entries hear from the FSM, which triggers their waiters as it applies.
 // When this leader has committed entries and nothing else is queued, it
 // asks for a nudge (nudge.go), so that the followers learn the commit
-// without waiting for raft's CommitTimeout.
+// without waiting for raft's CommitTimeout: an urgent one when a
+// follower's forwarded writes are among them.
 func (n *Node) collectLoop() {
 	defer n.wg.Done()
-	committed := false // entries this leader committed since the last nudge
+	// committed: this leader committed entries since the last nudge;
+	// forwarded: some of them carried a follower's writes.
+	committed, forwarded := false, false
 	for e := range n.inflight {
 		var index uint64 // the entry's, when this leader committed it
 		err := e.future.Error()
@@ -699,11 +717,11 @@ func (n *Node) collectLoop() {
 			n.log.Warn("writes not committed", "err", err, "txns", len(e.props))
 		} else if f, ok := e.future.(raft.IndexFuture); ok {
 			index = f.Index()
-			committed = true
+			committed, forwarded = true, forwarded || e.forwarded
 		}
 		if idle := n.queue.done(); idle && committed && n.clustered() {
-			n.nudge.want()
-			committed = false
+			n.nudge.want(n.raft.LastIndex(), forwarded)
+			committed, forwarded = false, false
 		}
 		for _, p := range e.props {
 			if p.done != nil {

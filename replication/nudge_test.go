@@ -181,3 +181,80 @@ func lastOfType(t *testing.T, n *Node, typ raft.LogType) uint64 {
 	}
 	return 0
 }
+
+// fakeNudged is a raft whose state, log length and barriers the test
+// controls; it counts the barriers asked for.
+type fakeNudged struct {
+	leader   atomic.Bool
+	last     atomic.Uint64
+	barriers atomic.Int64
+	at       atomic.Int64 // when the first barrier was asked for (UnixNano)
+}
+
+func (f *fakeNudged) State() raft.RaftState {
+	if f.leader.Load() {
+		return raft.Leader
+	}
+	return raft.Follower
+}
+func (f *fakeNudged) LastIndex() uint64    { return f.last.Load() }
+func (f *fakeNudged) AppliedIndex() uint64 { return f.last.Load() }
+func (f *fakeNudged) Barrier(time.Duration) raft.Future {
+	if f.barriers.Add(1) == 1 {
+		f.at.Store(time.Now().UnixNano())
+	}
+	f.last.Add(1)
+	return doneFuture{}
+}
+
+type doneFuture struct{}
+
+func (doneFuture) Error() error { return nil }
+
+// TestCommitNudgePolicy: an urgent request gets a barrier at once, a
+// non-urgent one after nudgeDelay; none when the log grew after the
+// request (a later append carries the commit) or the member does not lead.
+func TestCommitNudgePolicy(t *testing.T) {
+	tests := []struct {
+		name         string
+		urgent       bool
+		leader       bool
+		grow         bool // an entry is appended right after the request
+		wantBarriers int64
+	}{
+		{"urgent", true, true, false, 1},
+		{"not urgent", false, true, false, 1},
+		{"not urgent, log grew", false, true, true, 0},
+		{"not leading", true, false, false, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &fakeNudged{}
+			r.leader.Store(tc.leader)
+			r.last.Store(10)
+			c := newCommitNudge()
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() { defer close(done); c.run(r, time.Second, stop) }()
+			defer func() { close(stop); <-done }()
+			asked := time.Now()
+			c.want(r.LastIndex(), tc.urgent)
+			if tc.grow {
+				r.last.Add(1)
+			}
+			if tc.wantBarriers > 0 {
+				testutil.Eventually(t, 5*time.Second, "a barrier", func() bool { return r.barriers.Load() == tc.wantBarriers })
+				if got := c.covered.Load(); got != 10 {
+					t.Fatalf("covered %d, want 10", got)
+				}
+				if waited := time.Unix(0, r.at.Load()).Sub(asked); !tc.urgent && waited < nudgeDelay {
+					t.Fatalf("barrier after %v, before the delay (%v)", waited, nudgeDelay)
+				}
+			}
+			time.Sleep(3 * nudgeDelay)
+			if n := r.barriers.Load(); n != tc.wantBarriers {
+				t.Fatalf("%d barriers, want %d", n, tc.wantBarriers)
+			}
+		})
+	}
+}
