@@ -43,11 +43,6 @@ const maxQueued = 4096
 // made proposals wait, at the unbounded rate.
 const maxUnappliedEntries = 8
 
-// idleLocked reports whether nothing is waiting, out or being flushed.
-func (q *proposalQueue) idleLocked() bool {
-	return len(q.items) == 0 && q.unapplied == 0 && !q.flushing
-}
-
 // enqueue adds ps and, unless another goroutine is flushing or the
 // entries out are at their bound, flushes the queue. Proposals enter the
 // log in enqueue order; proposals enqueued together share log entries as
@@ -97,13 +92,14 @@ func (q *proposalQueue) drainLocked() {
 }
 
 // done uncounts an entry the collector has seen through and flushes what
-// waited for it. It reports whether the batcher is now idle.
+// waited for it. It reports whether the batcher is now idle: nothing
+// waiting, out or being flushed.
 func (q *proposalQueue) done() (idle bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.unapplied--
 	q.drainLocked()
-	return q.idleLocked()
+	return len(q.items) == 0 && q.unapplied == 0 && !q.flushing
 }
 
 // takeBatch removes the proposals of the next log entry (called with mu).

@@ -226,41 +226,16 @@ func TestClusterReplicatesForwardedWrites(t *testing.T) {
 	c.converged()
 }
 
-// TestClusterFollowerAppliesForwardedWritesEarly checks that a follower
-// applies its forwarded writes from the leader's reply (applyForwarded)
-// and that the members still agree. Whether the reply or raft's commit
-// announcement gets there first is a race; with the reply sent first it
-// wins nearly always, so some of a bounded number of writes must show it.
-func TestClusterFollowerAppliesForwardedWritesEarly(t *testing.T) {
-	c := newTestCluster(t, 3)
-	follower := (c.leader() + 1) % 3
-	f := c.nodes[follower].fsm
-	deadline := time.Now().Add(20 * time.Second)
-	for i := 0; i < 200 && f.early.Load() == 0 && time.Now().Before(deadline); i++ {
-		o := submitRetrying(t, c.nodes[follower], createTxn(fmt.Sprintf("/early%d", i)))
-		if o.Err != nil || o.Result.Err != jute.OK {
-			t.Fatalf("forwarded write %d: %+v", i, o)
-		}
-	}
-	if f.early.Load() == 0 {
-		t.Fatal("no forwarded write was applied from the leader's reply")
-	}
-	c.converged()
-}
-
-// TestClusterFollowerRestartsAfterEarlyApplies restarts a follower that
-// applied forwarded writes early and took snapshots meanwhile (threshold
-// 32): replaying its snapshot and log must not apply anything twice.
-func TestClusterFollowerRestartsAfterEarlyApplies(t *testing.T) {
+// TestClusterFollowerRestartsAfterSnapshots restarts a follower whose
+// clients wrote through it while it took snapshots (threshold 32):
+// replaying its snapshot and log must not apply anything twice.
+func TestClusterFollowerRestartsAfterSnapshots(t *testing.T) {
 	c := newTestCluster(t, 3)
 	follower := (c.leader() + 1) % 3
 	for i := 0; i < 120; i++ {
 		if o := submitRetrying(t, c.nodes[follower], createTxn(fmt.Sprintf("/r%d", i))); o.Err != nil || o.Result.Err != jute.OK {
 			t.Fatalf("forwarded write %d: %+v", i, o)
 		}
-	}
-	if c.nodes[follower].fsm.early.Load() == 0 {
-		t.Fatal("no forwarded write was applied from the leader's reply")
 	}
 	if err := c.nodes[follower].Snapshot(); err != nil {
 		t.Fatal(err)

@@ -152,7 +152,7 @@ func TestLogFaultStopsMember(t *testing.T) {
 			if tc.store == "wal" {
 				cfg.vfs = faultFS(walfs.New(), sw)
 			} else {
-				cfg.wrapLogs = func(l raft.LogStore) raft.LogStore { return faultLogs{l, sw} }
+				cfg.WrapLogStore = func(l raft.LogStore) raft.LogStore { return faultLogs{l, sw} }
 			}
 			n := openReady(t, cfg)
 			closed := false

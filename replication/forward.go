@@ -26,10 +26,10 @@ import (
 // per member keeps that member's writes in submission order.
 const (
 	// fwdPropose's body is int32 n, n × buffer (encoded txns); its
-	// response comes after the commit, with the index and term (int64
-	// each) of the entry that holds the last of them.
+	// response comes after the commit, with the index (int64) of the
+	// entry that holds the last of them.
 	fwdPropose byte = 1
-	fwdSync    byte = 2 // no body; response body: int64 leader's last log index
+	fwdSync    byte = 2 // no body; response body: int64 index to apply (syncTarget)
 	fwdTouch   byte = 3 // body: int32 n, n × int64 session ids; response immediate
 
 	fwdOK        byte = 0
@@ -88,9 +88,8 @@ type leaderConn struct {
 }
 
 type pendingCall struct {
-	seq  int64
-	kind byte
-	ch   chan fwdResult
+	seq int64
+	ch  chan fwdResult
 }
 
 func newForwarder(n *Node) *forwarder { return &forwarder{n: n} }
@@ -118,7 +117,7 @@ func (f *forwarder) call(kind byte, body []byte) <-chan fwdResult {
 		ch <- fwdResult{err: err}
 		return ch
 	}
-	f.pending = append(f.pending, pendingCall{seq: f.seq, kind: kind, ch: ch})
+	f.pending = append(f.pending, pendingCall{seq: f.seq, ch: ch})
 	return ch
 }
 
@@ -186,9 +185,7 @@ func (f *forwarder) leaderChanged() {
 	}
 }
 
-// readLoop delivers the responses of one connection in order. A committed
-// proposal's response first applies this member's log up to the entry it
-// names (applyForwarded), so its proposers find their writes applied.
+// readLoop delivers the responses of one connection in order.
 func (f *forwarder) readLoop(c net.Conn) {
 	br := bufio.NewReader(c)
 	for {
@@ -218,9 +215,6 @@ func (f *forwarder) readLoop(c net.Conn) {
 		f.mu.Unlock()
 		switch frame[8] {
 		case fwdOK:
-			if p.kind == fwdPropose {
-				f.n.applyForwarded(frame[9:])
-			}
 			p.ch <- fwdResult{body: frame[9:]}
 		case fwdNotLeader:
 			p.ch <- fwdResult{err: ErrNoLeader}
@@ -301,8 +295,9 @@ func (n *Node) handleForward(kind byte, seq int64, body []byte) fwdReply {
 			return r
 		}
 		last := n.raft.LastIndex()
-		r.body = binary.BigEndian.AppendUint64(nil, last)
-		r.wait = n.announceApplied(last)
+		target := n.syncTarget(last)
+		r.body = binary.BigEndian.AppendUint64(nil, target)
+		r.wait = n.appliedBy(last, target)
 		return r
 	case fwdReconfig:
 		if !n.IsLeader() {
@@ -329,22 +324,47 @@ func (n *Node) handleForward(kind byte, seq int64, body []byte) fwdReply {
 	return r
 }
 
-// announceApplied waits until this leader has applied index, then
-// announces its commit index (announceCommit), so a follower syncing to
-// index does not wait for raft's commit timeout. The reply waits for it.
-func (n *Node) announceApplied(index uint64) <-chan error {
+// appliedBy reports on the returned channel when this leader has applied
+// index (within ForwardTimeout): a sync reply names only committed entries,
+// which the syncing follower then waits to apply itself. Unless a nudge
+// since told the followers that target is committed, it asks for one
+// (nudge.go), so the follower need not wait for raft's CommitTimeout.
+func (n *Node) appliedBy(index, target uint64) <-chan error {
 	ch := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ForwardTimeout)
 		defer cancel()
 		err := n.WaitApplied(ctx, index)
 		if err == nil {
-			n.announceCommit(index, true) // the syncing follower waits for it
+			n.nudge.wantUnless(target, n.raft.LastIndex())
 		}
 		ch <- err
 	}()
 	return ch
 }
+
+// syncTarget returns the index a syncing follower must apply to have
+// everything the leader's log holds up to last: the last command entry at
+// or before last. Barrier, no-op and configuration entries change no FSM
+// state, and the follower would learn their commit only from a later
+// append. It looks back a few entries and returns last when it finds no
+// command entry there.
+func (n *Node) syncTarget(last uint64) uint64 {
+	for i := last; i > 0 && last-i < maxSyncLookBack; i-- {
+		var l raft.Log
+		if err := n.logs.GetLog(i, &l); err != nil {
+			break
+		}
+		if l.Type == raft.LogCommand {
+			return i
+		}
+	}
+	return last
+}
+
+// maxSyncLookBack bounds syncTarget's look back: an idle leader appends one
+// barrier after its last writes, and a new leader a no-op.
+const maxSyncLookBack = 8
 
 func (n *Node) writeForwardReplies(c net.Conn, replies <-chan fwdReply) {
 	bw := bufio.NewWriter(c)

@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -36,9 +35,9 @@ type Outcome struct {
 
 // fsm implements raft.FSM over the tree and the session table.
 //
-// Apply, Snapshot and Restore run on raft's FSM goroutine, and applyAhead on
-// a follower's forwarding goroutine, one at a time (mu); readers use the
-// atomic pointers and counters.
+// Apply, Snapshot and Restore run on raft's FSM goroutine, one at a time,
+// and own last (Seed installs a state while that goroutine is idle);
+// readers use the atomic pointers and counters.
 type fsm struct {
 	treeCfg       datatree.Config
 	epochFromTerm bool
@@ -53,26 +52,16 @@ type fsm struct {
 	observer Observer
 	waiters  *waiters
 	applied  *appliedIndex
-	local    *localEntries // entries this member built (local.go)
-	// durable, when set, holds Apply back until the member's own log is
-	// on disk past the entry (leadersync.go, rule 2).
-	durable *leaderSync
-
-	// mu serializes applies: raft's FSM goroutine (Apply, Snapshot,
-	// Restore) and a follower's early applies (applyAhead). last is the
-	// index of the last command entry applied by either, 0 when unknown
+	// last is the index of the last command entry applied, 0 when unknown
 	// (after a restore from a snapshot that does not record it).
-	mu   sync.Mutex
+	// Snapshots record it (txnlog.SnapshotHeader.AppliedIndex).
 	last uint64
-	// early counts the entries applyAhead applied.
-	early atomic.Int64
 }
 
 var _ raft.FSM = (*fsm)(nil)
 
 func newFSM(treeCfg datatree.Config, epochFromTerm bool, obs Observer, w *waiters, a *appliedIndex) *fsm {
-	f := &fsm{treeCfg: treeCfg, epochFromTerm: epochFromTerm, observer: obs, waiters: w, applied: a,
-		local: newLocalEntries()}
+	f := &fsm{treeCfg: treeCfg, epochFromTerm: epochFromTerm, observer: obs, waiters: w, applied: a}
 	f.tree.Store(datatree.New(treeCfg))
 	f.sessions.Store(session.NewTable())
 	return f
@@ -91,67 +80,30 @@ func (f *fsm) nextZxid(term uint64) int64 {
 	return last + 1
 }
 
-// Apply implements raft.FSM. An entry applied early (applyAhead) is not
-// applied again. An entry this build cannot decode stops the member (panic)
+// Apply implements raft.FSM: it decodes the entry and applies its
+// transactions. An entry this build cannot decode stops the member (panic)
 // rather than letting it diverge from the others.
 //
-// With a deferred-sync log it first waits until the entry is on this
-// member's disk; a failed fsync stops the member (panic), as ZooKeeper
-// exits when it cannot write its log.
+// An entry at or below last is not applied again. That happens only after
+// restoring a snapshot written by an earlier build, whose followers applied
+// forwarded writes ahead of raft and recorded how far: raft replays the
+// log from its own snapshot index, which can be lower. A snapshot written
+// now records the last entry raft delivered, which is at most raft's
+// snapshot index (TestSnapshotRecordsAppliedIndex).
 func (f *fsm) Apply(l *raft.Log) interface{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if l.Index <= f.last {
-		return nil // applied early (applyAhead)
+		return nil
 	}
-	f.applyLocked(l)
-	return nil
-}
-
-// applyAhead applies, ahead of raft's delivery, the entries up to index of
-// this follower's log, which the leader reported committed: term is the
-// term of the leader's entry at index. An entry of the same index and term
-// in this log is the leader's, and so is every entry before it (raft's log
-// matching), so all of them are committed. It gives up, leaving the
-// entries to raft, when this log does not have them yet.
-func (f *fsm) applyAhead(index, term uint64, logs raft.LogStore) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.last == 0 || index <= f.last {
-		return
-	}
-	var l raft.Log
-	if err := logs.GetLog(index, &l); err != nil || l.Term != term {
-		return
-	}
-	for i := f.last + 1; i <= index; i++ {
-		if err := logs.GetLog(i, &l); err != nil {
-			return
-		}
-		if l.Type != raft.LogCommand {
-			continue
-		}
-		if !f.applyLocked(&l) {
-			return
-		}
-		f.early.Add(1)
-	}
-}
-
-// applyLocked applies one command entry, unless the member is closing (the
-// entry then stays in the log, unapplied: false). f.mu is held.
-func (f *fsm) applyLocked(l *raft.Log) bool {
-	if f.durable != nil {
-		if err := f.durable.waitSynced(l.Index); errors.Is(err, errSyncClosed) {
-			return false
-		} else if err != nil {
-			panic(fmt.Sprintf("replication: log entry %d not on disk: %v", l.Index, err))
-		}
-	}
-	en, err := f.decodeEntry(l.Data)
+	en, err := txnlog.Decode(l.Data)
 	if err != nil {
 		panic(fmt.Sprintf("replication: undecodable log entry %d: %v", l.Index, err))
 	}
+	f.applyEntry(l, en)
+	return nil
+}
+
+// applyEntry applies the transactions of the command entry l.
+func (f *fsm) applyEntry(l *raft.Log, en *txnlog.Entry) {
 	tree, sessions := f.tree.Load(), f.sessions.Load()
 	f.sinceSnapshot.Add(int64(len(en.Txns)))
 	for _, t := range en.Txns {
@@ -193,7 +145,6 @@ func (f *fsm) applyLocked(l *raft.Log) bool {
 	}
 	f.last = l.Index
 	f.applied.set(l.Index)
-	return true
 }
 
 // moveSession makes t.Owner the owner of a session its client resumed on

@@ -20,21 +20,7 @@ func newHCLogger(l *slog.Logger) hclog.Logger {
 	return &slogHC{Logger: hclog.NewNullLogger(), l: l.With("component", "raft")}
 }
 
-// routineRaftWarning reports a raft warning that is routine in this
-// server, logged at debug instead. "failed to get previous log" is a
-// follower refusing an append whose previous entry it lacks: a commit
-// announcement (transport.go) that overtook the append carrying its entry
-// does that dozens of times a second under load, and is asked again; a
-// follower that is really behind is caught up by raft without anyone's
-// help.
-func routineRaftWarning(msg string) bool {
-	return msg == "failed to get previous log"
-}
-
 func (h *slogHC) log(level slog.Level, msg string, args []interface{}) {
-	if level == slog.LevelWarn && routineRaftWarning(msg) {
-		level = slog.LevelDebug
-	}
 	if !h.l.Enabled(context.Background(), level) {
 		return
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // TestRaftLinesReachSlog: raft's lines keep their level, formatted
-// arguments and component, except the routine warnings, which go to debug.
+// arguments and component.
 func TestRaftLinesReachSlog(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -20,9 +20,8 @@ func TestRaftLinesReachSlog(t *testing.T) {
 	}{
 		{"warning", slog.LevelWarn, func(l hclog.Logger) { l.Warn("heartbeat timeout reached", "last", hclog.Fmt("%d ms", 5)) },
 			`level=WARN msg="heartbeat timeout reached" component=raft last="5 ms"`},
-		{"routine warning at warn", slog.LevelWarn, func(l hclog.Logger) { l.Warn("failed to get previous log", "previous-index", 9) }, ""},
-		{"routine warning at debug", slog.LevelDebug, func(l hclog.Logger) { l.Warn("failed to get previous log", "previous-index", 9) },
-			`level=DEBUG msg="failed to get previous log" component=raft previous-index=9`},
+		{"a follower's refusal stays a warning", slog.LevelWarn, func(l hclog.Logger) { l.Warn("failed to get previous log", "previous-index", 9) },
+			`level=WARN msg="failed to get previous log" component=raft previous-index=9`},
 		{"info at warn", slog.LevelWarn, func(l hclog.Logger) { l.Info("entering follower state") }, ""},
 		{"error by level", slog.LevelInfo, func(l hclog.Logger) { l.Log(hclog.Error, "failed to append") },
 			`level=ERROR msg="failed to append" component=raft`},

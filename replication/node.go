@@ -104,14 +104,15 @@ type Config struct {
 	// write or fsync of its log (diskfault.go). The fault is logged before.
 	// Nil means exit the process with status 1.
 	Fatal func(error)
+	// WrapLogStore, when set, wraps the raft log store as opened, inside
+	// the member's own layers (disk-fault handling, the recent-entries
+	// cache): an embedding program can observe or fail the log's calls
+	// (the disk-fault tests fail raft-boltdb's appends with it). The
+	// wrapper must keep raft's LogStore contract. Nil: no wrapper.
+	WrapLogStore func(raft.LogStore) raft.LogStore
 
 	// vfs replaces the WAL's file system (tests inject failures).
 	vfs types.VFS
-	// wrapLogs, when set, wraps the log store as opened (tests inject
-	// failures of raft-boltdb, which has no file system layer).
-	wrapLogs func(raft.LogStore) raft.LogStore
-	// commitTimeout replaces raft's CommitTimeout (tests).
-	commitTimeout time.Duration
 }
 
 // maxBatchTxns and maxBatchBytes bound one log entry built by the batcher.
@@ -158,16 +159,14 @@ type Node struct {
 	waiters  *waiters
 	applied  *appliedIndex
 	closers  []func() error
-	lsync    *leaderSync               // the WAL's deferred leader fsyncs (nil without WAL and forceSync)
-	faults   *diskFaults               // stops the member at a failed log write
-	syncs    *logSyncs                 // times the WAL's fsyncs
-	running  atomic.Pointer[raft.Raft] // raft once NewRaft returned (read by raft's own goroutines)
-	lt       *leaderTransport          // an ensemble member's raft transport (nil when standalone)
+	faults   *diskFaults // stops the member at a failed log write
+	syncs    *logSyncs   // times the WAL's fsyncs
 	peers    *peerSet
 	fwd      *forwarder
 	health   peerHealth
-	link     *leaderLink // a follower's forwarding connection to the leader (health.go)
-	forecast *forecaster // the leader's failed-write forecasts (forecast.go)
+	link     *leaderLink  // a follower's forwarding connection to the leader (health.go)
+	forecast *forecaster  // the leader's failed-write forecasts (forecast.go)
+	nudge    *commitNudge // an idle leader's barrier for its followers (nudge.go)
 
 	// fwdMu guards the forwarding listener and the member connections it
 	// accepted, closed together by Close.
@@ -193,9 +192,8 @@ type future interface{ Error() error }
 type inflightEntry struct {
 	future future
 	props  []proposal
-	entry  []byte // the log entry built on this member, if any
 	// forwarded: the entry, built on this leader, carries writes forwarded
-	// by another member (commit announcements for it are urgent).
+	// by another member, whose clients wait for the commit (nudge.go).
 	forwarded bool
 	// term and marks: what the entry, built on this leader in term, marked
 	// for the forecaster (forecast.go).
@@ -227,6 +225,7 @@ func Open(cfg Config) (*Node, error) {
 		stop:     make(chan struct{}),
 		link:     newLeaderLink(),
 		forecast: newForecaster(),
+		nudge:    newCommitNudge(),
 	}
 	if cfg.ForwardTimeout <= 0 {
 		n.cfg.ForwardTimeout = 10 * time.Second
@@ -251,6 +250,8 @@ func Open(cfg Config) (*Node, error) {
 	go n.collectLoop()
 	if n.clustered() {
 		n.watchHealth()
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); n.nudge.run(n.raft, n.cfg.ForwardTimeout, n.stop) }()
 	}
 	if cfg.SnapshotThreshold > 0 {
 		n.wg.Add(1)
@@ -323,7 +324,7 @@ func (n *Node) startRaft() error {
 	}
 	n.raft = r
 	n.logs = logs
-	n.running.Store(r)
+	n.serveForwardingNow()
 	return nil
 }
 
@@ -345,11 +346,7 @@ func (n *Node) transport(rc *raft.Config) (raft.Transport, raft.Configuration, e
 	if err != nil {
 		return nil, raft.Configuration{}, err
 	}
-	var synced func() uint64
-	if n.lsync != nil {
-		synced = n.lsync.syncedIndex
-	}
-	trans, n.lt = newLeaderTransport(trans, synced)
+	trans = refusePipeline(trans) // transport.go
 	if err := n.listenForwarding(self); err != nil {
 		return nil, raft.Configuration{}, err
 	}
@@ -397,9 +394,20 @@ func (n *Node) listenForwarding(self Peer) error {
 	n.fwdMu.Lock()
 	n.fwdLn, n.fwdConns = ln, make(map[net.Conn]struct{})
 	n.fwdMu.Unlock()
-	n.wg.Add(1)
-	go n.serveForwarding(ln)
 	return nil
+}
+
+// serveForwardingNow starts accepting on the election port, once raft
+// runs: a member's forwarded request asks raft at once. (Until then
+// members wait in the listener's backlog.)
+func (n *Node) serveForwardingNow() {
+	n.fwdMu.Lock()
+	ln := n.fwdLn
+	n.fwdMu.Unlock()
+	if ln != nil {
+		n.wg.Add(1)
+		go n.serveForwarding(ln)
+	}
 }
 
 // raftConfig maps our settings to hashicorp/raft's. A standalone member has
@@ -426,16 +434,12 @@ func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 		rc.ElectionTimeout = timeout
 		rc.LeaderLeaseTimeout = timeout
 	}
-	// An idle leader sends every follower an append each CommitTimeout
-	// (randomized up to twice that) to carry its commit index. Followers
-	// learn commits from the appends that carry entries and from the
-	// collector's announcements (announceCommit), so this is only a
-	// fallback: at 5 ms those idle appends were most of an idle
-	// ensemble's CPU, and 50 ms (raft's default) halved it.
-	rc.CommitTimeout = 50 * time.Millisecond
-	if cfg.commitTimeout > 0 {
-		rc.CommitTimeout = cfg.commitTimeout
-	}
+	// Followers learn the commit index from raft's appends: with the next
+	// entries, or, when none follow, from the append an idle leader sends
+	// each follower every CommitTimeout (randomized up to twice that). The
+	// leader's nudge (nudge.go) tells them at once after the last write of
+	// a burst, so CommitTimeout is only the fallback: raft's default.
+	rc.CommitTimeout = raftCommitTimeout
 	rc.MaxAppendEntries = maxAppendEntries
 	rc.BatchApplyCh = true
 	if cfg.SnapshotThreshold > 0 {
@@ -451,6 +455,10 @@ func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 	rc.Logger = newHCLogger(logger)
 	return rc
 }
+
+// raftCommitTimeout is raft's CommitTimeout for every member, raft's
+// default. At 5 ms an idle ensemble's appends were most of its CPU.
+const raftCommitTimeout = 50 * time.Millisecond
 
 func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
 	if n.cfg.InMemory {
@@ -477,8 +485,8 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if n.cfg.wrapLogs != nil {
-		logs = n.cfg.wrapLogs(logs)
+	if n.cfg.WrapLogStore != nil {
+		logs = n.cfg.WrapLogStore(logs)
 	}
 	// The WAL's faults are caught at its files (openWAL), which name the
 	// segment; an error of its StoreLogs that is not a disk fault must
@@ -526,12 +534,12 @@ func (n *Node) openLogStore(kind, logDir string) (raft.LogStore, raft.StableStor
 	return store, store, path, nil
 }
 
-// openWAL opens the raft-wal log store in walDir. With forceSync it runs
-// behind leaderSync (leadersync.go), which lets a leader replicate entries
-// while it fsyncs them, on segments that zeroFS (walfs.go) zeroes ahead of
-// the writes; without, its files are never synced. Either way a failed
-// write, fsync or metadata commit stops the member (crashStopFS,
-// crashStopMeta).
+// openWAL opens the raft-wal log store in walDir. With forceSync every
+// append is fsynced before StoreLogs returns (raft's contract for a log
+// store), on segments that zeroFS (walfs.go) zeroes ahead of the writes,
+// and a segment reopened at start is synced first (syncAtOpenFS); without,
+// its files are never synced. Either way a failed write, fsync or metadata
+// commit stops the member (crashStopFS, crashStopMeta).
 func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	// The WAL does not close its metadata database itself; it is ours
 	// to close after the WAL (closers run in reverse order).
@@ -546,10 +554,7 @@ func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	n.closers = append(n.closers, deleter.wait) // after the WAL's Close
 	vfs = deleter
 	if n.cfg.ForceSync {
-		n.lsync = newLeaderSync()
-		n.closers = append(n.closers, n.lsync.close)
-		vfs = syncFS{VFS: crashStopFS{VFS: zeroFS{VFS: vfs, syncs: n.syncs}, faults: n.faults}, sync: n.lsync}
-		meta = syncMeta{MetaStore: meta, sync: n.lsync}
+		vfs = syncAtOpenFS{crashStopFS{VFS: zeroFS{VFS: vfs, syncs: n.syncs}, faults: n.faults}}
 	} else {
 		vfs = crashStopFS{VFS: noSyncFS(vfs), faults: n.faults}
 	}
@@ -558,16 +563,7 @@ func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 		return nil, nil, fmt.Errorf("replication: open log store: %w", err)
 	}
 	n.closers = append(n.closers, store.Close)
-	if n.lsync == nil {
-		return store, store, nil
-	}
-	last, err := store.LastIndex()
-	if err != nil {
-		return nil, nil, fmt.Errorf("replication: open log store: %w", err)
-	}
-	n.lsync.setSynced(last) // syncFS synced the tail it reopened
-	n.fsm.durable = n.lsync
-	return &syncedLogStore{LogStore: store, sync: n.lsync, leading: n.IsLeader}, store, nil
+	return store, store, nil
 }
 
 // chooseLogStore decides which log store to open in logDir. A data
@@ -638,7 +634,7 @@ func (n *Node) Submit(t *txnlog.Txn) <-chan Outcome {
 		t.Owner = n.cfg.ServerID
 	}
 	ch := n.waiters.register(t.RequestID)
-	local := *t // the caller keeps t; the FSM applies this copy (local.go)
+	local := *t // the caller keeps t; the batcher encodes this copy
 	n.enqueue(proposal{txn: &local, size: txnlog.SizeHint(&local), id: t.RequestID})
 	return ch
 }
@@ -663,22 +659,29 @@ func (n *Node) commitBatch(batch []proposal) inflightEntry {
 			entry = batch[i].appendTo(entry)
 		}
 		n.entrySizes.record(len(entry))
-		en := localEntry(batch, now)
-		if en != nil {
-			n.fsm.local.put(entry, en)
-		}
-		return inflightEntry{future: n.raft.Apply(entry, 0), props: batch, entry: entry, forwarded: en == nil,
-			term: term, marks: marks}
+		return inflightEntry{future: n.raft.Apply(entry, 0), props: batch, term: term, marks: marks,
+			forwarded: carriesForwarded(batch)}
 	}
 	return inflightEntry{future: &fwdFuture{ch: n.fwd.call(fwdPropose, encodeBatch(batch))}, props: batch}
+}
+
+// carriesForwarded reports whether batch holds a transaction forwarded by
+// another member.
+func carriesForwarded(batch []proposal) bool {
+	for _, p := range batch {
+		if p.encoded != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // enqueueForwarded puts transactions forwarded by another member into this
 // leader's batcher. It returns a channel that reports whether all of them
 // were committed and, for the reply once they were, a function giving the
-// index and term of the entry that holds the last of them (16 bytes; nil
-// when that entry has left the log): the forwarding follower applies its
-// log up to that entry without waiting for raft (applyForwarded).
+// index of the entry that holds the last of them (8 bytes). The forwarding
+// follower does not act on it: its proposers' waiters fire when its own
+// FSM applies the entry, once raft has told it of the commit.
 func (n *Node) enqueueForwarded(txns [][]byte) (<-chan error, func() []byte) {
 	ch := make(chan error, 1)
 	if len(txns) == 0 {
@@ -705,56 +708,37 @@ func (n *Node) enqueueForwarded(txns [][]byte) (<-chan error, func() []byte) {
 	n.enqueue(props...)
 	position := func() []byte {
 		mu.Lock()
-		index := last
-		mu.Unlock()
-		var l raft.Log
-		if index == 0 || n.logs.GetLog(index, &l) != nil {
-			return nil
-		}
-		return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, index), l.Term)
+		defer mu.Unlock()
+		return binary.BigEndian.AppendUint64(nil, last)
 	}
 	return ch, position
 }
 
-// applyForwarded applies this follower's log up to the entry a leader's
-// reply to forwarded writes names (index and term, 16 bytes; an empty body
-// from a leader that does not send them), without waiting for raft to
-// learn of the commit: the leader's commit announcement reaches the FSM
-// through raft's transport, follower loop and FSM goroutine, which on a
-// 2-vCPU machine took longer than the reply.
-func (n *Node) applyForwarded(body []byte) {
-	if len(body) != 16 {
-		return
-	}
-	n.fsm.applyAhead(binary.BigEndian.Uint64(body), binary.BigEndian.Uint64(body[8:]), n.logs)
-}
-
 // collectLoop waits for each entry's future in order and fails the
-// proposals of entries that were not committed. On a leader it also makes
-// sure the followers learn promptly that its entries were committed.
+// proposals of entries that were not committed. The proposals of committed
+// entries hear from the FSM, which triggers their waiters as it applies.
+// When this leader has committed entries and nothing else is queued, it
+// asks for a nudge (nudge.go), so that the followers learn the commit
+// without waiting for raft's CommitTimeout: an urgent one when a
+// follower's forwarded writes are among them.
 func (n *Node) collectLoop() {
 	defer n.wg.Done()
-	var committed uint64 // the last entry this leader committed that followers may not know of yet
-	forwarded := false   // whether entries up to committed carry forwarded writes
+	// committed: this leader committed entries since the last nudge;
+	// forwarded: some of them carried a follower's writes.
+	committed, forwarded := false, false
 	for e := range n.inflight {
 		var index uint64 // the entry's, when this leader committed it
 		err := e.future.Error()
 		n.forecast.unmark(e.term, e.marks)
 		if err != nil {
 			n.log.Warn("writes not committed", "err", err, "txns", len(e.props))
-			n.fsm.local.take(e.entry) // not applied here (it may be later, decoded)
 		} else if f, ok := e.future.(raft.IndexFuture); ok {
 			index = f.Index()
-			committed = max(committed, index)
-			forwarded = forwarded || e.forwarded
+			committed, forwarded = true, forwarded || e.forwarded
 		}
-		// Announce first, then ready the forwarding replies: Go runs the
-		// goroutine readied last first, and a forwarding follower applies
-		// its writes from the reply (applyForwarded) sooner than from the
-		// announcement, which the other followers wait for.
-		if idle := n.queue.done(); committed > 0 && idle {
-			n.announceCommit(committed, forwarded)
-			committed, forwarded = 0, false
+		if idle := n.queue.done(); idle && committed && n.clustered() {
+			n.nudge.want(n.raft.LastIndex(), forwarded)
+			committed, forwarded = false, false
 		}
 		for _, p := range e.props {
 			if p.done != nil {
@@ -765,27 +749,6 @@ func (n *Node) collectLoop() {
 			}
 		}
 	}
-}
-
-// announceCommit tells the followers that the entries up to index, which
-// this leader has applied, are committed (leaderTransport.announce), as
-// ZooKeeper's leader sends COMMIT. A follower applies an entry only once it
-// knows the entry is committed, and raft tells it with the next append, or
-// after CommitTimeout when no append comes: after the last write of a
-// burst, a follower's watchers would wait that long for their
-// notifications, and its clients for the reply to a write it forwarded
-// when the leader's reply came before the entry did. While work is
-// queued the next append carries the commit index anyway, so the collector
-// calls this only when idle.
-func (n *Node) announceCommit(index uint64, urgent bool) {
-	if n.lt == nil || !n.IsLeader() {
-		return
-	}
-	var l raft.Log
-	if err := n.logs.GetLog(index, &l); err != nil {
-		return // compacted into a snapshot: followers have learned it since
-	}
-	n.lt.announce(index, l.Term, urgent)
 }
 
 // Sync waits until this member has applied every entry the leader had in
@@ -936,13 +899,8 @@ func (n *Node) Sessions() *session.Table { return n.fsm.sessions.Load() }
 // LastZxid returns the zxid of the last applied transaction.
 func (n *Node) LastZxid() int64 { return n.fsm.lastZxid.Load() }
 
-// IsLeader reports whether raft runs and this member currently leads. It
-// may be called while raft is being created: the forwarding listener
-// accepts members before Open returns.
-func (n *Node) IsLeader() bool {
-	r := n.running.Load()
-	return r != nil && r.State() == raft.Leader
-}
+// IsLeader reports whether this member currently leads.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
 // Snapshot forces a snapshot now (used by tests and operators).
 func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }

@@ -63,13 +63,14 @@ func (n *Node) seed(tree *datatree.Tree, lastZxid int64) (int64, error) {
 		return 0, err
 	}
 	nodes := tree.NodeCount()
-	n.fsm.mu.Lock()
+	// Nothing is applied in a fresh directory with no clients: the FSM
+	// goroutine is idle, and raft's Snapshot below reaches it through
+	// raft's channels, after the install.
 	n.fsm.install(&txnlog.SnapshotState{
 		SnapshotHeader: txnlog.SnapshotHeader{LastZxid: lastZxid, AppliedIndex: n.fsm.last},
 		Sessions:       session.NewTable(),
 		Tree:           tree,
 	})
-	n.fsm.mu.Unlock()
 	snap := n.raft.Snapshot()
 	if err := snap.Error(); err != nil {
 		return 0, fmt.Errorf("replication: seed: snapshot: %w", err)

@@ -22,8 +22,6 @@ import (
 // per znode. Persist, which raft runs on another goroutine while applies go
 // on, writes the tree as it was here, at this log index.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.sinceSnapshot.Store(0)
 	head, err := txnlog.SnapshotHead(txnlog.SnapshotHeader{LastZxid: f.lastZxid.Load(), AppliedIndex: f.last}, f.sessions.Load())
 	if err != nil {
@@ -53,8 +51,6 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // swaps them in.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	st, err := txnlog.ReadSnapshot(rc, f.treeCfg)
 	if err != nil {
 		return fmt.Errorf("replication: restore: %w", err)
@@ -63,7 +59,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-// install replaces the FSM's state with st. f.mu is held.
+// install replaces the FSM's state with st.
 func (f *fsm) install(st *txnlog.SnapshotState) {
 	f.tree.Store(st.Tree)
 	f.sessions.Store(st.Sessions)

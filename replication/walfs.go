@@ -36,6 +36,25 @@ func (f wrapFS) OpenWriter(dir, name string) (types.WritableFile, error) {
 	return f.wrap(w), nil
 }
 
+// syncAtOpenFS syncs a segment when it is reopened. That happens when the
+// WAL opens, and the tail segment may hold entries that a killed process
+// wrote and never synced (it died between the write and the fsync of an
+// append): they are synced now, so that the log a member starts with, and
+// votes and acknowledges with, is on disk.
+type syncAtOpenFS struct{ types.VFS }
+
+func (f syncAtOpenFS) OpenWriter(dir, name string) (types.WritableFile, error) {
+	w, err := f.VFS.OpenWriter(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Sync(); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("replication: sync %s on open: %w", name, err)
+	}
+	return w, nil
+}
+
 // noSyncFS is the WAL's file system with fsync turned off, for
 // forceSync=no: writes reach the page cache only, as ZooKeeper's log does
 // with forceSync=no.

@@ -23,10 +23,10 @@ import (
 //	         the session table (session.Table.WriteTo)
 //	         the tree (datatree's snapshot stream)
 //
-// The applied index matters because a follower may apply entries before
-// raft delivers them: a snapshot raft takes at index i can hold entries
-// after i, which must not be applied again when raft replays the log from
-// i+1 after restoring it.
+// The applied index is at most raft's snapshot index, except in snapshots
+// of earlier builds, whose followers applied entries before raft delivered
+// them: the FSM skips entries up to it after a restore, so raft's replay
+// applies nothing twice.
 
 // snapshotMagic starts every FSM snapshot.
 var snapshotMagic = [8]byte{'Z', 'K', 'S', 'D', 'S', 'N', 'A', 'P'}

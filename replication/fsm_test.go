@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"fmt"
 	"reflect"
 	"testing"
 
@@ -9,61 +8,6 @@ import (
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/txnlog"
 )
-
-// TestLocalEntriesAreTakenOnApply checks that the FSM takes every entry
-// this member built (none is left behind after its writes were applied),
-// and that entries are found by their slice, not by equal bytes.
-func TestLocalEntriesAreTakenOnApply(t *testing.T) {
-	n := openNode(t, t.TempDir(), true)
-	defer n.Close()
-	var chans []<-chan Outcome
-	var txns []*txnlog.Txn
-	for i := range 200 {
-		txns = append(txns, createTxn(fmt.Sprintf("/l%d", i)))
-		chans = append(chans, n.Submit(txns[i]))
-	}
-	for _, ch := range chans {
-		if o := await(t, ch); o.Err != nil || o.Result.Err != jute.OK {
-			t.Fatalf("write failed: %+v", o)
-		}
-	}
-	n.fsm.local.mu.Lock()
-	left, taken := len(n.fsm.local.m), n.fsm.local.taken
-	n.fsm.local.mu.Unlock()
-	if left != 0 || taken == 0 {
-		t.Fatalf("%d local entries left after every write was applied, %d taken", left, taken)
-	}
-	for _, txn := range txns {
-		if txn.Tree.Time != 0 {
-			t.Fatal("the FSM's copy of a transaction is the proposer's own")
-		}
-	}
-
-	l := newLocalEntries()
-	data := []byte{1, 2, 3}
-	l.put(data, &txnlog.Entry{Time: 1})
-	if en := l.take(append([]byte(nil), data...)); en != nil {
-		t.Fatal("an equal copy of an entry was taken for it")
-	}
-	if en := l.take(data); en == nil || en.Time != 1 {
-		t.Fatalf("take = %+v, want the entry put", en)
-	}
-	if en := l.take(data); en != nil {
-		t.Fatal("an entry was taken twice")
-	}
-}
-
-func TestLocalEntryNeedsEveryTxn(t *testing.T) {
-	txn := createTxn("/a")
-	batch := []proposal{{txn: txn}, {encoded: []byte{0}}}
-	if en := localEntry(batch, 5); en != nil {
-		t.Fatalf("a batch with a forwarded txn gave a local entry: %+v", en)
-	}
-	en := localEntry(batch[:1], 5)
-	if en == nil || len(en.Txns) != 1 || en.Txns[0] != txn || txn.Tree.Time != 5 {
-		t.Fatalf("localEntry = %+v: want the proposal's txn with the entry's time", en)
-	}
-}
 
 // wireRequest returns rec as the server has it: encoded by a client and
 // decoded from the wire into the opcode's request record.
@@ -80,11 +24,11 @@ func wireRequest(t *testing.T, op jute.OpCode, rec jute.Record) jute.Record {
 	return got
 }
 
-// TestLocalEntriesDecodeToThemselves: the FSM applies the transactions a
-// member packed into an entry without decoding it (localEntries), so every
-// kind of transaction a member proposes must be exactly what its encoding
-// decodes to, or members that decode the entry would diverge.
-func TestLocalEntriesDecodeToThemselves(t *testing.T) {
+// TestProposalsDecodeToThemselves: every member's FSM applies the decoded
+// log entry, the proposing member's too, so every kind of transaction a
+// member proposes must be exactly what its encoding decodes to (with the
+// entry's time), or the proposer's client would not get what it asked for.
+func TestProposalsDecodeToThemselves(t *testing.T) {
 	ids := []jute.ID{{Scheme: "ip", ID: "127.0.0.1"}, {Scheme: "digest", ID: "bob:x"}}
 	client := func(op jute.OpCode, rec jute.Record) *txnlog.Txn {
 		return &txnlog.Txn{RequestID: 7<<56 | 1, Owner: 7, Tree: datatree.Txn{Type: op, SessionID: 0x700000000000001, IDs: ids,
@@ -121,18 +65,19 @@ func TestLocalEntriesDecodeToThemselves(t *testing.T) {
 		batch = append(batch, proposal{txn: tc.txn})
 	}
 	const now = 1795328583539
-	local := localEntry(batch, now)
 	entry := txnlog.EntryHeader(nil, now, len(batch))
 	for i := range batch {
 		entry = batch[i].appendTo(entry)
 	}
 	decoded, err := txnlog.Decode(entry)
-	if err != nil || local == nil || len(decoded.Txns) != len(tests) || decoded.Time != local.Time {
-		t.Fatalf("decode = %+v, %v; local entry %+v", decoded, err, local)
+	if err != nil || len(decoded.Txns) != len(tests) || decoded.Time != now {
+		t.Fatalf("decode = %+v, %v", decoded, err)
 	}
 	for i, tc := range tests {
-		if !reflect.DeepEqual(decoded.Txns[i], local.Txns[i]) {
-			t.Errorf("%s: the local transaction differs from its encoding:\nlocal   %+v\ndecoded %+v", tc.name, local.Txns[i], decoded.Txns[i])
+		want := *tc.txn
+		want.Tree.Time = now
+		if !reflect.DeepEqual(decoded.Txns[i], &want) {
+			t.Errorf("%s: the proposed transaction differs from its encoding:\nproposed %+v\ndecoded  %+v", tc.name, &want, decoded.Txns[i])
 		}
 	}
 }

@@ -16,19 +16,11 @@ import (
 )
 
 // aheadLog returns a log store with entries 1..n of testEntry, except that
-// noop (when not 0) is a raft no-op entry and the entries in missing are
-// left out.
-func aheadLog(t *testing.T, n, noop int, missing ...int) *raft.InmemStore {
+// noop (when not 0) is a raft no-op entry.
+func aheadLog(t *testing.T, n, noop int) *raft.InmemStore {
 	t.Helper()
 	store := raft.NewInmemStore()
-	skip := make(map[int]bool)
-	for _, i := range missing {
-		skip[i] = true
-	}
 	for i := 1; i <= n; i++ {
-		if skip[i] {
-			continue
-		}
 		l := testEntry(i)
 		if i == noop {
 			l = &raft.Log{Index: uint64(i), Term: 1, Type: raft.LogNoop}
@@ -38,16 +30,6 @@ func aheadLog(t *testing.T, n, noop int, missing ...int) *raft.InmemStore {
 		}
 	}
 	return store
-}
-
-// appliedTo returns a log of ten entries and an FSM that raft has applied
-// up to index n of it.
-func appliedTo(t *testing.T, n int) (*raft.InmemStore, *fsm) {
-	t.Helper()
-	store := aheadLog(t, 10, 0)
-	f := newTestFSM()
-	applyRaft(t, f, store, 1, n)
-	return store, f
 }
 
 // fsmState is what two FSMs must agree on: the tree, the sessions and the
@@ -76,69 +58,60 @@ func applyRaft(t *testing.T, f *fsm, store raft.LogStore, from, to int) {
 	}
 }
 
-func TestApplyAhead(t *testing.T) {
+// TestSnapshotRecordsAppliedIndex: a snapshot records the last command
+// entry raft delivered, never more, so raft's replay after restoring it
+// skips nothing.
+func TestSnapshotRecordsAppliedIndex(t *testing.T) {
 	tests := []struct {
-		name        string
-		noop        int
-		missing     []int
-		start       int    // entries applied through raft first
-		index, term uint64 // what the leader reported
-		wantLast    uint64 // f.last after applyAhead
+		name    string
+		noop    int // a raft no-op entry's index (0: none)
+		applied int // entries raft delivered
+		want    uint64
 	}{
-		{name: "applies up to the reported entry", start: 1, index: 8, term: 1, wantLast: 8},
-		{name: "steps over a no-op entry", noop: 4, start: 1, index: 8, term: 1, wantLast: 8},
-		{name: "another term at the index", start: 1, index: 8, term: 2, wantLast: 1},
-		{name: "index not in this log yet", start: 1, index: 11, term: 1, wantLast: 1},
-		{name: "a hole before the index", missing: []int{5}, start: 1, index: 8, term: 1, wantLast: 4},
-		{name: "already applied", start: 9, index: 8, term: 1, wantLast: 9},
-		{name: "nothing applied yet: raft's position unknown", start: 0, index: 8, term: 1, wantLast: 0},
+		{name: "nothing applied", applied: 0, want: 0},
+		{name: "commands only", applied: 6, want: 6},
+		{name: "a no-op last", noop: 6, applied: 6, want: 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := aheadLog(t, 10, tt.noop, tt.missing...)
-			f, ref := newTestFSM(), newTestFSM()
-			applyRaft(t, f, store, 1, tt.start)
-			f.applyAhead(tt.index, tt.term, store)
-			if f.last != tt.wantLast {
-				t.Fatalf("last applied %d, want %d", f.last, tt.wantLast)
+			store := aheadLog(t, 10, tt.noop)
+			f := newTestFSM()
+			applyRaft(t, f, store, 1, tt.applied)
+			g, err := restoreFrom(persistSnapshot(t, f))
+			if err != nil {
+				t.Fatal(err)
 			}
-			applyRaft(t, ref, store, 1, int(tt.wantLast))
-			if fsmState(t, f) != fsmState(t, ref) {
-				t.Fatal("state after applyAhead differs from raft's apply of the same entries")
+			if g.last != tt.want {
+				t.Fatalf("restored applied index %d, want %d", g.last, tt.want)
 			}
-			// raft then delivers every entry: the early ones are not
-			// applied again.
-			if len(tt.missing) > 0 {
-				return
-			}
-			applyRaft(t, f, store, tt.start+1, 10)
-			applyRaft(t, ref, store, int(tt.wantLast)+1, 10)
-			if fsmState(t, f) != fsmState(t, ref) {
-				t.Fatal("raft's delivery of entries applied early changed the state")
+			applyRaft(t, g, store, tt.applied+1, 10)
+			applyRaft(t, f, store, tt.applied+1, 10)
+			if fsmState(t, g) != fsmState(t, f) {
+				t.Fatal("replay after the restore does not reach the live state")
 			}
 		})
 	}
 }
 
-// TestSnapshotRecordsEarlyApplies restores a snapshot taken while the FSM
-// was ahead of raft: raft's replay of the entries after its snapshot index
-// must skip the ones the snapshot already holds.
-func TestSnapshotRecordsEarlyApplies(t *testing.T) {
-	store, f := appliedTo(t, 5)
-	f.applyAhead(8, 1, store)
-	sink := persistSnapshot(t, f)
-
-	g, err := restoreFrom(sink)
+// TestRestoreSkipsEntriesAnOlderSnapshotHolds restores a snapshot that an
+// earlier build wrote on a follower that applied forwarded writes ahead of
+// raft: it holds entries up to 8 while raft's snapshot index is 5. raft's
+// replay from 6 must not apply 6..8 again.
+func TestRestoreSkipsEntriesAnOlderSnapshotHolds(t *testing.T) {
+	store := aheadLog(t, 10, 0)
+	f := newTestFSM()
+	applyRaft(t, f, store, 1, 8)
+	g, err := restoreFrom(persistSnapshot(t, f))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g.last != 8 {
-		t.Fatalf("restored last applied %d, want 8", g.last)
+		t.Fatalf("restored applied index %d, want 8", g.last)
 	}
 	applyRaft(t, g, store, 6, 10) // raft's snapshot index was 5
-	applyRaft(t, f, store, 6, 10)
+	applyRaft(t, f, store, 9, 10)
 	if fsmState(t, g) != fsmState(t, f) {
-		t.Fatal("replay after the restore does not reach the live state")
+		t.Fatal("replay after the restore applied entries the snapshot holds")
 	}
 }
 
