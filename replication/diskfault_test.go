@@ -150,7 +150,7 @@ func TestLogFaultStopsMember(t *testing.T) {
 			rec := newFatalRecorder()
 			cfg := Config{DataDir: dir, LogStore: tc.store, ForceSync: tc.forceSync, Fatal: rec.fatal}
 			if tc.store == "wal" {
-				cfg.vfs = faultFS(walfs.New(), sw)
+				cfg.WALFileSystem = faultFS(walfs.New(), sw)
 			} else {
 				cfg.WrapLogStore = func(l raft.LogStore) raft.LogStore { return faultLogs{l, sw} }
 			}
@@ -223,7 +223,7 @@ func TestLogFaultOnFollowerStopsOnlyIt(t *testing.T) {
 	c := &testCluster{t: t, cfgHook: func(cfg *Config) {
 		id := cfg.ServerID
 		sws[id], recs[id] = &faultSwitch{op: "fsync", err: syscall.EIO}, newFatalRecorder()
-		cfg.Fatal, cfg.vfs = recs[id].fatal, faultFS(walfs.New(), sws[id])
+		cfg.Fatal, cfg.WALFileSystem = recs[id].fatal, faultFS(walfs.New(), sws[id])
 	}}
 	c.startMembers(3, true)
 	lead := c.leader()

@@ -64,7 +64,7 @@ func TestNodeCountsSlowLogSyncs(t *testing.T) {
 	gate := newSyncGate()
 	var mu sync.Mutex
 	var longest time.Duration
-	n := openNodeWith(t, Config{DataDir: t.TempDir(), vfs: gateFS(walfs.New(), gate),
+	n := openNodeWith(t, Config{DataDir: t.TempDir(), WALFileSystem: gateFS(walfs.New(), gate),
 		FsyncWarningThreshold: hold / 2,
 		OnLogSync: func(d time.Duration) {
 			mu.Lock()

@@ -110,9 +110,11 @@ type Config struct {
 	// (the disk-fault tests fail raft-boltdb's appends with it). The
 	// wrapper must keep raft's LogStore contract. Nil: no wrapper.
 	WrapLogStore func(raft.LogStore) raft.LogStore
-
-	// vfs replaces the WAL's file system (tests inject failures).
-	vfs types.VFS
+	// WALFileSystem is the file system raft-wal's segments go through
+	// (nil: the operating system's). An embedding program can observe or
+	// fail the log's file calls with it (the disk-fault and power-loss
+	// tests do); the member's fsync and fault handling wraps it.
+	WALFileSystem types.VFS
 }
 
 // maxBatchTxns and maxBatchBytes bound one log entry built by the batcher.
@@ -546,7 +548,7 @@ func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
 	bolt := &metadb.BoltMetaDB{}
 	n.closers = append(n.closers, bolt.Close)
 	var meta types.MetaStore = crashStopMeta{MetaStore: bolt, path: filepath.Join(walDir, metadb.FileName), faults: n.faults}
-	vfs := n.cfg.vfs
+	vfs := n.cfg.WALFileSystem
 	if vfs == nil {
 		vfs = walfs.New()
 	}

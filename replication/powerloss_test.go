@@ -239,7 +239,7 @@ func TestPowerLossStandalone(t *testing.T) {
 			dir := t.TempDir()
 			disk := newLossyDisk()
 			rec := newFatalRecorder()
-			cfg := Config{DataDir: dir, ForceSync: forceSync, vfs: disk.fs(), Fatal: rec.fatal}
+			cfg := Config{DataDir: dir, ForceSync: forceSync, WALFileSystem: disk.fs(), Fatal: rec.fatal}
 			n := openReady(t, cfg)
 			var acked []string
 			for i := range 30 {
@@ -256,7 +256,7 @@ func TestPowerLossStandalone(t *testing.T) {
 			disk.powerLoss()
 			n.Close()
 
-			cfg.vfs, cfg.Fatal = newLossyDisk().fs(), func(err error) { t.Errorf("fault after the restart: %v", err) }
+			cfg.WALFileSystem, cfg.Fatal = newLossyDisk().fs(), func(err error) { t.Errorf("fault after the restart: %v", err) }
 			n = openReady(t, cfg)
 			defer n.Close()
 			missing := 0
@@ -285,7 +285,7 @@ func TestPowerLossEnsemble(t *testing.T) {
 	recs := map[int64]*fatalRecorder{}
 	c := &testCluster{t: t, cfgHook: func(cfg *Config) {
 		recs[cfg.ServerID] = newFatalRecorder()
-		cfg.vfs, cfg.Fatal = disk.fs(), recs[cfg.ServerID].fatal
+		cfg.WALFileSystem, cfg.Fatal = disk.fs(), recs[cfg.ServerID].fatal
 	}}
 	c.startMembers(3, true)
 
@@ -354,7 +354,7 @@ func TestPowerLossEnsemble(t *testing.T) {
 	after := newLossyDisk()
 	c.peers = freshForwardAddrs(t, c.peers)
 	c.cfgHook = func(cfg *Config) {
-		cfg.vfs, cfg.Fatal = after.fs(), faultAfterRestart(t, cfg.ServerID)
+		cfg.WALFileSystem, cfg.Fatal = after.fs(), faultAfterRestart(t, cfg.ServerID)
 	}
 	for i := range c.nodes {
 		c.start(i)
@@ -389,7 +389,7 @@ func checkPairAfterPowerLoss(t *testing.T, c *testCluster, pair [2]int, want []s
 	disk := newLossyDisk()
 	p := &testCluster{t: t, peers: freshForwardAddrs(t, c.peers), dirs: make([]string, len(c.dirs)), nodes: make([]*Node, len(c.nodes)),
 		trans: make([]*raft.InmemTransport, len(c.nodes)), cfgHook: func(cfg *Config) {
-			cfg.vfs, cfg.Fatal = disk.fs(), faultAfterRestart(t, cfg.ServerID)
+			cfg.WALFileSystem, cfg.Fatal = disk.fs(), faultAfterRestart(t, cfg.ServerID)
 		}}
 	defer closeAll(t, p.nodes)
 	for _, i := range pair {
