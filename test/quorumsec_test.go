@@ -243,15 +243,22 @@ func useQuorumSASL(cfg *conf.Config, jaas string, require bool) {
 	cfg.Quorum.SASL.LearnerRequire, cfg.Quorum.SASL.ServerRequire = require, require
 }
 
-func TestQuorumSASLRefusesAWrongPassword(t *testing.T) {
+// wrongPasswordEnsemble configures three members with quorum SASL
+// (learnerRequireSasl and serverRequireSasl as require) whose third
+// member's QuorumLearner password is wrong.
+func wrongPasswordEnsemble(t *testing.T, require bool) *securedEnsemble {
 	right, wrong := writeQuorumJAAS(t, "quorum-secret"), writeQuorumJAAS(t, "not-the-secret")
-	e := newSecuredEnsemble(t, func(i int, cfg *conf.Config) {
+	return newSecuredEnsemble(t, func(i int, cfg *conf.Config) {
 		jaas := right
 		if i == 2 {
 			jaas = wrong
 		}
-		useQuorumSASL(cfg, jaas, true)
+		useQuorumSASL(cfg, jaas, require)
 	})
+}
+
+func TestQuorumSASLRefusesAWrongPassword(t *testing.T) {
+	e := wrongPasswordEnsemble(t, true)
 	e.launch(2)
 	e.replicates(0, 1, "/sasl")
 	e.logged("a member refusing member 3's login", []int{0, 1}, "level=WARN", `wrong password for \"zkpeer\"`)
@@ -266,14 +273,7 @@ func TestQuorumSASLWithoutRequireLetsEveryMemberIn(t *testing.T) {
 	// quorum.auth.enableSasl without learnerRequireSasl: members do not
 	// log in, so even a wrong QuorumLearner password joins (ZooKeeper's
 	// first rolling-upgrade step).
-	right, wrong := writeQuorumJAAS(t, "quorum-secret"), writeQuorumJAAS(t, "not-the-secret")
-	e := newSecuredEnsemble(t, func(i int, cfg *conf.Config) {
-		jaas := right
-		if i == 2 {
-			jaas = wrong
-		}
-		useQuorumSASL(cfg, jaas, false)
-	})
+	e := wrongPasswordEnsemble(t, false)
 	e.launch(3)
 	e.replicates(0, 2, "/open")
 	e.replicates(2, 1, "/open2")
