@@ -108,12 +108,7 @@ func (p *parser) setSASLKey(key, name, v string) (bool, error) {
 	case "enforce.auth.enabled":
 		s.EnforceAuthEnabled, err = parseBool(key, v)
 	case "enforce.auth.schemes":
-		s.EnforceAuthSchemes = nil
-		for _, scheme := range strings.Split(v, ",") {
-			if scheme = strings.TrimSpace(scheme); scheme != "" {
-				s.EnforceAuthSchemes = append(s.EnforceAuthSchemes, scheme)
-			}
-		}
+		s.EnforceAuthSchemes = splitList(v)
 	case "sessionRequireClientSASLAuth":
 		s.SessionRequireClientSASLAuth, err = parseBool(key, v)
 	default:

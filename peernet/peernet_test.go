@@ -2,6 +2,7 @@ package peernet
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/x509/pkix"
 	"errors"
 	"io"
@@ -183,23 +184,32 @@ func TestHandshakes(t *testing.T) {
 	}
 }
 
+// listenEcho starts a member network of cfg listening on loopback, whose
+// accepted connections echoServer serves, until the test ends.
+func listenEcho(t *testing.T, cfg conf.Config, logger *slog.Logger, accepted chan<- struct{}) net.Listener {
+	t.Helper()
+	n, err := New(cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := n.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go echoServer(ln, accepted)
+	return ln
+}
+
 // runHandshake connects a dialer to an acceptor and checks the outcome.
 func runHandshake(t *testing.T, c certs, dialer, acceptor side, plainDialer bool, dialHost, refusal, dialerLog string) {
 	acceptLog, acceptCapture := testutil.CaptureLogger(t, slog.LevelInfo)
-	an, err := New(acceptor.config(t, c), acceptLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := an.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	accepted := make(chan struct{}, 4)
-	go echoServer(ln, accepted)
+	ln := listenEcho(t, acceptor.config(t, c), acceptLog, accepted)
 
 	dialLog, dialCapture := testutil.CaptureLogger(t, slog.LevelInfo)
 	var conn net.Conn
+	var err error
 	if plainDialer {
 		conn, err = net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
 	} else {
@@ -333,16 +343,7 @@ func TestReloadCertFiles(t *testing.T) {
 	c := newCerts(t)
 	acceptor := side{ssl: true, cert: c.stranger}.config(t, c)
 	acceptor.Quorum.ReloadCertFiles = true
-	an, err := New(acceptor, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := an.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go echoServer(ln, make(chan struct{}, 16))
+	ln := listenEcho(t, acceptor, nil, make(chan struct{}, 16))
 	dn, err := New(side{ssl: true}.config(t, c), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -361,4 +362,37 @@ func TestReloadCertFiles(t *testing.T) {
 	})
 	defer conn.Close()
 	expectEcho(t, conn)
+}
+
+// FuzzAcceptHandshake feeds a member port that requires a login whatever
+// a connecting peer may send: the handshake ends (no panic, no hang) and
+// never lets the peer in, since no input can answer the fresh nonce.
+func FuzzAcceptHandshake(f *testing.F) {
+	var login bytes.Buffer
+	login.Write([]byte{helloMagic, modeDigest})
+	writeToken(&login, nil)
+	writeToken(&login, []byte(`username="zkpeer",realm="zk-quorum-sasl-md5",nonce="x",cnonce="y",nc=00000001,qop=auth,digest-uri="zookeeper-quorum/zk-quorum-sasl-md5",response=0123456789abcdef0123456789abcdef`))
+	for _, seed := range [][]byte{login.Bytes(), {helloMagic, modeNone}, {helloMagic, 9}, {0x16, 3, 1}, []byte("plain raft"), {}} {
+		f.Add(seed)
+	}
+	var n *Network
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if n == nil {
+			var err error
+			if n, err = New(side{sasl: true, learnerReq: true, serverReq: true}.config(t, certs{}), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		server, client := net.Pipe()
+		defer server.Close()
+		server.SetDeadline(time.Now().Add(5 * time.Second))
+		go io.Copy(io.Discard, client)
+		go func() {
+			client.Write(data)
+			client.Close()
+		}()
+		if _, err := n.acceptHandshake(server); err == nil {
+			t.Fatalf("input %q was let in", data)
+		}
+	})
 }

@@ -1,13 +1,10 @@
 package test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,26 +12,13 @@ import (
 
 	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/server"
-	"github.com/zkserverd/zkserverd/server/ops"
+	"github.com/zkserverd/zkserverd/server/servertest"
 )
 
-// lockedBuffer is a goroutine-safe log sink.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines() []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// auditLines are the audit records among JSON log lines.
+func auditLines(text string) []map[string]any {
 	var out []map[string]any
-	for _, line := range strings.Split(l.b.String(), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		var m map[string]any
 		if json.Unmarshal([]byte(line), &m) == nil && m["component"] == "audit" {
 			out = append(out, m)
@@ -46,15 +30,8 @@ func (l *lockedBuffer) lines() []map[string]any {
 func TestAuditLogOneLinePerWrite(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.AuditEnable = true
-	var logs lockedBuffer
-	srv, err := server.New(server.Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Operator: ops.New(ops.Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	var logs testutil.LogCapture
+	srv := servertest.Start(t, server.Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	c, _ := testutil.Connect(t, srv.Addr().String(), 4*time.Second)
 	if err := c.AddAuth("digest", []byte("alice:secret")); err != nil {
 		t.Fatal(err)
@@ -70,7 +47,7 @@ func TestAuditLogOneLinePerWrite(t *testing.T) {
 	}
 	var got []map[string]any
 	testutil.Eventually(t, 5*time.Second, "two audit lines", func() bool {
-		got = logs.lines()
+		got = auditLines(logs.String())
 		return len(got) >= 2 // the create and the failed delete; the read is not audited
 	})
 	if len(got) != 2 {

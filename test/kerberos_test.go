@@ -145,17 +145,7 @@ func write(t *testing.T, path, text string) {
 func kerberosConfig(t *testing.T, k *kdc, adjust func(*conf.SASL)) conf.Config {
 	t.Helper()
 	cfg := aclConfig(t)
-	jaas := filepath.Join(t.TempDir(), "jaas.conf")
-	write(t, jaas, fmt.Sprintf(`Server {
-  com.sun.security.auth.module.Krb5LoginModule required
-  useKeyTab=true
-  keyTab="%s"
-  storeKey=true
-  useTicketCache=false
-  principal="zookeeper/localhost@%s";
-};
-`, k.serverKeytab, krbRealm))
-	cfg.SASL.JAASConfigFile = jaas
+	cfg.SASL.JAASConfigFile = kerberosJAAS(t, "Server", k.serverKeytab, "zookeeper/localhost@"+krbRealm)
 	cfg.SASL.Krb5ConfigFile = k.krb5conf
 	cfg.AuthProviders = map[int]string{1: "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"}
 	if adjust != nil {
