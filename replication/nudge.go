@@ -141,8 +141,9 @@ type nudgedRaft interface {
 	Barrier(timeout time.Duration) raft.Future
 }
 
-// run serves due requests while this member leads, until stop is closed;
-// enqueue bounds the wait for raft to take a barrier. A barrier that fails
+// run serves due requests while this member leads, until stop is closed
+// (also while a barrier waits); enqueue bounds the wait for raft to take a
+// barrier. A barrier that fails
 // (leadership lost, shutdown) is dropped: the next leader's appends tell
 // the followers.
 func (c *commitNudge) run(r nudgedRaft, enqueue time.Duration, stop <-chan struct{}) {
@@ -158,8 +159,27 @@ func (c *commitNudge) run(r nudgedRaft, enqueue time.Duration, stop <-chan struc
 			continue
 		}
 		applied := r.AppliedIndex()
-		if r.Barrier(enqueue).Error() == nil && applied > c.covered.Load() {
+		err, stopped := awaitFuture(r.Barrier(enqueue), stop)
+		if stopped {
+			return
+		}
+		if err == nil && applied > c.covered.Load() {
 			c.covered.Store(applied)
 		}
+	}
+}
+
+// awaitFuture waits for f, or until stop is closed: a member closing must
+// not wait for a barrier that needs a quorum it may no longer reach (its
+// Close shuts raft down, which then ends f, only after this goroutine
+// returned).
+func awaitFuture(f raft.Future, stop <-chan struct{}) (err error, stopped bool) {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err, false
+	case <-stop:
+		return nil, true
 	}
 }

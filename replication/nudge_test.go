@@ -211,6 +211,43 @@ type doneFuture struct{}
 
 func (doneFuture) Error() error { return nil }
 
+// stuckNudged is a leader whose barriers never commit (no quorum).
+type stuckNudged struct {
+	fakeNudged
+	release chan struct{} // closed when the test ends
+}
+
+func (s *stuckNudged) Barrier(time.Duration) raft.Future {
+	s.barriers.Add(1)
+	return stuckFuture(s.release)
+}
+
+type stuckFuture chan struct{}
+
+func (f stuckFuture) Error() error { <-f; return raft.ErrRaftShutdown }
+
+// TestCommitNudgeStopsWhileABarrierWaits: closing the member ends the
+// nudge even though its barrier never completes (Node.Close waits for the
+// nudge before it shuts raft down).
+func TestCommitNudgeStopsWhileABarrierWaits(t *testing.T) {
+	r := &stuckNudged{release: make(chan struct{})}
+	defer close(r.release)
+	r.leader.Store(true)
+	r.last.Store(10)
+	c := newCommitNudge()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); c.run(r, time.Second, stop) }()
+	c.want(r.LastIndex(), true)
+	testutil.Eventually(t, 5*time.Second, "a barrier", func() bool { return r.barriers.Load() == 1 })
+	close(stop)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the nudge still waits for its barrier after stop")
+	}
+}
+
 // TestCommitNudgePolicy: an urgent request gets a barrier at once, a
 // non-urgent one after nudgeDelay; none when the log grew after the
 // request (a later append carries the commit) or the member does not lead.
