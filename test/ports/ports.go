@@ -8,6 +8,7 @@
 package ports
 
 import (
+	"errors"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -30,6 +31,9 @@ func newPicker(first, count int) *Picker {
 
 // The bands, one per test package that picks ports.
 
+// ForCompat is the compat runner's band, 12000-14999.
+func ForCompat() *Picker { return newPicker(12000, 3000) }
+
 // ForTestutil is internal/testutil's band, 15000-15999.
 func ForTestutil() *Picker { return newPicker(15000, 1000) }
 
@@ -50,6 +54,15 @@ func ForIntegration() *Picker { return newPicker(26000, 6000) }
 // picks them all before binding any.
 func (p *Picker) Free(t testing.TB) int {
 	t.Helper()
+	port, err := p.Pick()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// Pick is Free for a program without a testing.TB (the compat runner).
+func (p *Picker) Pick() (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for range 500 {
@@ -61,9 +74,8 @@ func (p *Picker) Free(t testing.TB) int {
 		if err == nil {
 			ln.Close()
 			p.given[port] = true
-			return port
+			return port, nil
 		}
 	}
-	t.Fatal("ports: no free port found")
-	return 0
+	return 0, errors.New("ports: no free port found")
 }

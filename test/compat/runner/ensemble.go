@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/zkserverd/zkserverd/test/ports"
 )
 
 // Ensemble scenarios get a fresh ensemble of this many members per run.
@@ -85,12 +87,12 @@ func ensembleCfg(kind string, m *member, all []*member, readOnly bool, quorum ke
 // startEnsemble writes the members' configurations and myid files under
 // dir, starts them and waits until they serve with one leader. With key
 // material (quorum), members talk to each other over TLS only.
-func startEnsemble(ctx context.Context, kind, dir, zkserverdBin string, readOnly bool, quorum keys) (*ensemble, error) {
+func startEnsemble(ctx context.Context, kind, dir, zkserverdBin string, readOnly bool, quorum keys, pick *ports.Picker) (*ensemble, error) {
 	e := &ensemble{kind: kind, quorum: quorum}
 	for i := 1; i <= ensembleSize; i++ {
 		m := &member{id: i, home: filepath.Join(dir, fmt.Sprintf("member%d", i))}
 		for _, p := range []*int{&m.clientPort, &m.quorumPort, &m.electionPort} {
-			port, err := freePort()
+			port, err := pick.Pick()
 			if err != nil {
 				return nil, fmt.Errorf("start %s ensemble: %w", kind, err)
 			}

@@ -29,6 +29,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/zkserverd/zkserverd/test/ports"
 )
 
 // Modes.
@@ -58,7 +60,7 @@ func realMain(args []string, stdout io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	r := &runner{opts: opts, out: stdout, used: map[string]bool{}}
+	r := &runner{opts: opts, out: stdout, used: map[string]bool{}, ports: ports.ForCompat()}
 	failed, err := r.main(ctx)
 	if err != nil {
 		fmt.Fprintf(stdout, "runner: %v\n", err)
@@ -107,6 +109,9 @@ type runner struct {
 	allowlist []allowance
 	used      map[string]bool // allowlist reasons that covered a difference
 	keys      keys            // key material of the secured scenarios, "" if none runs
+	// ports picks the servers' ports below the kernel's ephemeral range,
+	// where no client's outgoing connection takes one before it is bound.
+	ports *ports.Picker
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -245,7 +250,7 @@ func (r *runner) loadAllowlist() error {
 // started: the secured ones when sec is set.
 func (r *runner) startServers(ctx context.Context, started map[string]*server, sec keys) error {
 	for _, k := range r.kinds {
-		s, err := startServer(ctx, k, r.work, r.zkserverd, sec)
+		s, err := startServer(ctx, k, r.work, r.zkserverd, sec, r.ports)
 		if err != nil {
 			return err
 		}
@@ -358,7 +363,7 @@ func (r *runner) runEnsemble(ctx context.Context, sc scenario, kind string) outc
 	if sc.quorumTLS {
 		quorum = r.keys
 	}
-	e, err := startEnsemble(ctx, kind, dir, r.zkserverd, sc.readOnly, quorum)
+	e, err := startEnsemble(ctx, kind, dir, r.zkserverd, sc.readOnly, quorum, r.ports)
 	if err != nil {
 		return outcome{err: err, elapsed: time.Since(start)}
 	}

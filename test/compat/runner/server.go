@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/zkserverd/zkserverd/test/ports"
 )
 
 // Server kinds.
@@ -83,7 +85,7 @@ func writeJAAS(home string) (cfgLine, jvmProp string, err error) {
 // until it answers ruok. With key material (sec), it is the secured server
 // (under dir/kind-secure): it also serves a TLS-only port, see
 // keys.secureCfg and keys.serverJVMProps.
-func startServer(ctx context.Context, kind, dir, zkserverdBin string, sec keys) (*server, error) {
+func startServer(ctx context.Context, kind, dir, zkserverdBin string, sec keys, pick *ports.Picker) (*server, error) {
 	home := filepath.Join(dir, kind)
 	if sec != "" {
 		home += "-secure"
@@ -91,7 +93,7 @@ func startServer(ctx context.Context, kind, dir, zkserverdBin string, sec keys) 
 	if err := os.MkdirAll(filepath.Join(home, "data"), 0o755); err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
-	port, err := freePort()
+	port, err := pick.Pick()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
@@ -103,7 +105,7 @@ func startServer(ctx context.Context, kind, dir, zkserverdBin string, sec keys) 
 	s := &server{kind: kind, addr: fmt.Sprintf("127.0.0.1:%d", port)}
 	var props []string
 	if sec != "" {
-		securePort, err := freePort()
+		securePort, err := pick.Pick()
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", kind, err)
 		}
@@ -293,14 +295,4 @@ func fourLetter(addr, word string) (string, error) {
 			return b.String(), nil
 		}
 	}
-}
-
-// freePort asks the kernel for an unused loopback port.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
