@@ -928,6 +928,9 @@ def scenario_ensemble_readonly(c, hosts, zk):
         c.check(wait_until(lambda: ro.client_state == KeeperState.CONNECTED, FAILOVER),
                 "the read_only client is read-write again", ro.client_state)
         ro.create(base + "/after")
+        # The two sessions may be on different members: a read sees another
+        # session's write only after a sync, in ZooKeeper as here.
+        rw.sync(base)
         c.check(rw.exists(base + "/after") is not None, "and may write")
     finally:
         for client in (rw, ro):
