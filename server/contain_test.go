@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
@@ -121,11 +122,7 @@ func TestPanicIsContainedToItsConnection(t *testing.T) {
 	}
 	// The other client's pings come and go; the panicked requests must not
 	// stay counted.
-	deadline := time.Now().Add(5 * time.Second)
-	for s.stats.outstanding.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("outstanding requests %d 5 s after the panics, want 0", s.stats.outstanding.Load())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, "no outstanding requests after the panics", func() bool {
+		return s.stats.outstanding.Load() == 0
+	})
 }

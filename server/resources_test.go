@@ -227,9 +227,11 @@ func TestLargeRequestBytesBounded(t *testing.T) {
 	if peak == 0 {
 		t.Fatal("the sampler never saw a large request in flight")
 	}
-	if n := s.admission.bytes.Load(); n != 0 {
-		t.Fatalf("%d large bytes still accounted after every reply", n)
-	}
+	// A connection gives back a request's bytes just after it queues the
+	// reply, so the client can read the last reply a moment before that.
+	testutil.Eventually(t, 5*time.Second, "no large bytes accounted after every reply", func() bool {
+		return s.admission.bytes.Load() == 0
+	})
 }
 
 // TestOutstandingLimitHoldsReaders: with globalOutstandingLimit 10,
