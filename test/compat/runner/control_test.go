@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -156,5 +158,33 @@ func TestMarkEnsemble(t *testing.T) {
 		if want := map[bool]time.Duration{false: time.Second, true: ensembleTimeout}[tt.ensemble]; sc.timeout != want {
 			t.Errorf("%s: timeout %v, want %v", tt.name, sc.timeout, want)
 		}
+	}
+}
+
+// TestMemberLogTails: a failed ensemble scenario prints the last lines of
+// every member's log, in member order, and says which log it could not read.
+func TestMemberLogTails(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"member1": "a\nb\nc\n",
+		"member2": "only\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "server.log"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "member3", "server.log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := memberLogTails(dir, 2)
+	want := []string{"member1 log| b", "member1 log| c", "member2 log| only"}
+	if len(got) != len(want)+1 || !reflect.DeepEqual(got[:len(want)], want) {
+		t.Fatalf("memberLogTails = %q, want %q and a line for member3", got, want)
+	}
+	if !strings.HasPrefix(got[len(want)], "member3 log: ") {
+		t.Fatalf("unreadable log reported as %q", got[len(want)])
 	}
 }

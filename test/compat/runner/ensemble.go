@@ -326,3 +326,26 @@ func (e *ensemble) checkQuorumTLS() error {
 	}
 	return nil
 }
+
+// memberLogLines is how many last lines of each member's log a failed
+// ensemble scenario prints.
+const memberLogLines = 12
+
+// memberLogTails returns the last n lines of the log of each member of the
+// ensemble under dir, each prefixed with the member's name, so that a
+// failure in CI shows why a member misbehaved after its work directory is
+// gone.
+func memberLogTails(dir string, n int) []string {
+	logs, _ := filepath.Glob(filepath.Join(dir, "member*", "server.log"))
+	var out []string
+	for _, path := range logs {
+		name := filepath.Base(filepath.Dir(path))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s log: %v", name, err))
+			continue
+		}
+		out = append(out, indent(name+" log| ", splitLines(tail(string(data), n)))...)
+	}
+	return out
+}

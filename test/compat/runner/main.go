@@ -341,6 +341,7 @@ func (r *runner) runOne(ctx context.Context, sc scenario, servers map[string]*se
 		if len(fails) == 0 {
 			details = append(details, indent("    "+label+"stderr: ", splitLines(tail(o.stderr, 15)))...)
 		}
+		details = append(details, indent("    "+label, o.memberLogs)...)
 	}
 	switch {
 	case len(r.kinds) == 2 && sc.ensemble:
@@ -365,18 +366,22 @@ func (r *runner) runEnsemble(ctx context.Context, sc scenario, kind string) outc
 	}
 	e, err := startEnsemble(ctx, kind, dir, r.zkserverd, sc.readOnly, quorum, r.ports)
 	if err != nil {
-		return outcome{err: err, elapsed: time.Since(start)}
+		return outcome{err: err, elapsed: time.Since(start), memberLogs: memberLogTails(dir, memberLogLines)}
 	}
 	defer e.stop()
 	if sc.quorumTLS {
 		if err := e.checkQuorumTLS(); err != nil {
-			return outcome{err: err, elapsed: time.Since(start)}
+			return outcome{err: err, elapsed: time.Since(start), memberLogs: memberLogTails(dir, memberLogLines)}
 		}
 	}
 	if r.opts.verbose {
 		r.logf("%s: %s ensemble serving on %s after %v", sc.name, kind, e.connectString(), time.Since(start).Round(time.Millisecond))
 	}
-	return sc.run(ctx, r.root, e.connectString(), nil, e.control)
+	o := sc.run(ctx, r.root, e.connectString(), nil, e.control)
+	if o.err != nil {
+		o.memberLogs = memberLogTails(dir, memberLogLines)
+	}
+	return o
 }
 
 // compare diffs the normalized transcripts of ZooKeeper (a) and zkserverd (b).

@@ -173,6 +173,9 @@ type outcome struct {
 	stderr     string
 	err        error // nil when the program exited 0
 	elapsed    time.Duration
+	// memberLogs holds the last lines of each member's log when an
+	// ensemble scenario failed: the work directory is gone after the run.
+	memberLogs []string
 }
 
 // errTimeout marks a scenario killed at its time limit.
