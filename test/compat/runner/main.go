@@ -364,14 +364,17 @@ func (r *runner) runEnsemble(ctx context.Context, sc scenario, kind string) outc
 	if sc.quorumTLS {
 		quorum = r.keys
 	}
+	failed := func(err error) outcome {
+		return outcome{err: err, elapsed: time.Since(start), memberLogs: memberLogTails(dir, memberLogLines)}
+	}
 	e, err := startEnsemble(ctx, kind, dir, r.zkserverd, sc.readOnly, quorum, r.ports)
 	if err != nil {
-		return outcome{err: err, elapsed: time.Since(start), memberLogs: memberLogTails(dir, memberLogLines)}
+		return failed(err)
 	}
 	defer e.stop()
 	if sc.quorumTLS {
 		if err := e.checkQuorumTLS(); err != nil {
-			return outcome{err: err, elapsed: time.Since(start), memberLogs: memberLogTails(dir, memberLogLines)}
+			return failed(err)
 		}
 	}
 	if r.opts.verbose {
