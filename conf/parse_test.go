@@ -15,6 +15,30 @@ func parseString(t *testing.T, text string) (Config, []string, error) {
 	return Parse(strings.NewReader(text))
 }
 
+// parseLines parses lines as one zoo.cfg and fails the test on an error
+// or a warning.
+func parseLines(t *testing.T, lines []string) Config {
+	t.Helper()
+	c, warnings, err := parseString(t, strings.Join(lines, "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 0 {
+		t.Fatalf("warnings %q", warnings)
+	}
+	return c
+}
+
+// withZookeeperPrefix writes each key of lines as its system property
+// name, with the "zookeeper." prefix.
+func withZookeeperPrefix(lines []string) []string {
+	prefixed := make([]string, len(lines))
+	for i, l := range lines {
+		prefixed[i] = "zookeeper." + l
+	}
+	return prefixed
+}
+
 // defaults is Default() as Parse returns it for an empty file.
 func defaults() Config {
 	c := Default()

@@ -29,10 +29,6 @@ func TestParseQuorumKeys(t *testing.T) {
 		"quorum.auth.learner.saslLoginContext=Learner", "quorum.auth.server.saslLoginContext=Server2",
 		"quorum.auth.kerberos.servicePrincipal=zkquorum/_HOST",
 	}
-	prefixed := make([]string, len(fullLines))
-	for i, l := range fullLines {
-		prefixed[i] = "zookeeper." + l
-	}
 	tests := []struct {
 		name  string
 		lines []string
@@ -40,17 +36,11 @@ func TestParseQuorumKeys(t *testing.T) {
 	}{
 		{"defaults", nil, DefaultQuorum()},
 		{"every key", fullLines, full},
-		{"every key with the zookeeper. prefix", prefixed, full},
+		{"every key with the zookeeper. prefix", withZookeeperPrefix(fullLines), full},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, warnings, err := parseString(t, strings.Join(tt.lines, "\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(warnings) != 0 {
-				t.Fatalf("warnings %q", warnings)
-			}
+			c := parseLines(t, tt.lines)
 			if !reflect.DeepEqual(c.Quorum, tt.want) {
 				t.Fatalf("Quorum = %+v\nwant     %+v", c.Quorum, tt.want)
 			}

@@ -28,10 +28,6 @@ func TestParseSSLKeys(t *testing.T) {
 		"ssl.hostnameVerification=false", "ssl.authProvider=x509b", "client.portUnification=true",
 		"client.certReload=TRUE",
 	}
-	prefixed := make([]string, len(fullLines))
-	for i, l := range fullLines {
-		prefixed[i] = "zookeeper." + l
-	}
 	tests := []struct {
 		name  string
 		lines []string
@@ -39,19 +35,13 @@ func TestParseSSLKeys(t *testing.T) {
 	}{
 		{"defaults", nil, DefaultSSL()},
 		{"every key", fullLines, full},
-		{"every key with the zookeeper. prefix", prefixed, full},
+		{"every key with the zookeeper. prefix", withZookeeperPrefix(fullLines), full},
 		{"empty clientAuth is need", []string{"ssl.clientAuth="}, DefaultSSL()},
 		{"certReload false", []string{"client.certReload=false"}, DefaultSSL()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, warnings, err := parseString(t, strings.Join(tt.lines, "\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(warnings) != 0 {
-				t.Fatalf("warnings %q", warnings)
-			}
+			c := parseLines(t, tt.lines)
 			if !reflect.DeepEqual(c.SSL, tt.want) {
 				t.Fatalf("SSL = %+v\nwant  %+v", c.SSL, tt.want)
 			}

@@ -19,21 +19,6 @@ import (
 	"github.com/zkserverd/zkserverd/tlsconf/tlstest"
 )
 
-// jaasText is a member's JAAS file: the QuorumServer users and the
-// QuorumLearner credentials, with learnerPassword as its own password.
-func jaasText(learnerPassword string) string {
-	return `QuorumServer {
-  org.apache.zookeeper.server.auth.DigestLoginModule required
-  user_zkpeer="right";
-};
-QuorumLearner {
-  org.apache.zookeeper.server.auth.DigestLoginModule required
-  username="zkpeer"
-  password="` + learnerPassword + `";
-};
-`
-}
-
 // certs are the certificates of the tests: members of one CA, one
 // member of another CA, and one that names only another host.
 type certs struct {
@@ -86,10 +71,7 @@ func (s side) config(t *testing.T, c certs) conf.Config {
 		if pw == "" {
 			pw = "right"
 		}
-		cfg.SASL.JAASConfigFile = filepath.Join(dir, "jaas.conf")
-		if err := os.WriteFile(cfg.SASL.JAASConfigFile, []byte(jaasText(pw)), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		cfg.SASL.JAASConfigFile = testutil.WriteQuorumJAAS(t, dir, "right", pw)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("test configuration: %v", err)

@@ -2,11 +2,8 @@ package test
 
 import (
 	"crypto/x509/pkix"
-	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -219,21 +216,7 @@ func TestQuorumTLSRollingUpgrade(t *testing.T) {
 // writeQuorumJAAS writes a JAAS file whose QuorumLearner logs in with
 // learnerPassword; every member's QuorumServer knows the right one.
 func writeQuorumJAAS(t *testing.T, learnerPassword string) string {
-	path := filepath.Join(t.TempDir(), "jaas.conf")
-	text := fmt.Sprintf(`QuorumServer {
-  org.apache.zookeeper.server.auth.DigestLoginModule required
-  user_zkpeer="quorum-secret";
-};
-QuorumLearner {
-  org.apache.zookeeper.server.auth.DigestLoginModule required
-  username="zkpeer"
-  password="%s";
-};
-`, learnerPassword)
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testutil.WriteQuorumJAAS(t, t.TempDir(), "quorum-secret", learnerPassword)
 }
 
 // useQuorumSASL turns quorum SASL on for cfg.

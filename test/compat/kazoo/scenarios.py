@@ -1016,13 +1016,20 @@ def connect_sasl(hosts):
     return client
 
 
+def create_auth_node(c, zk, base, data, name, identity, reads):
+    """Create base with the auth ACL through zk, logged in with SASL as
+    name, and check that the ACL names that identity and that zk reads it;
+    identity and reads label the two checks."""
+    zk.create(base, data, acl=[ACL(Permissions.ALL, Id("auth", ""))])
+    acls, _ = zk.get_acls(base)
+    c.equal([(a.perms, a.id.scheme, a.id.id) for a in acls], [(31, "sasl", name)],
+            f"the auth ACL expands to {identity}")
+    c.equal(zk.get(base)[0], data, reads)
+
+
 def scenario_sasl(c, hosts, zk):
     base = "/kazoo-sasl"
-    zk.create(base, b"secret", acl=[ACL(Permissions.ALL, Id("auth", ""))])
-    acls, _ = zk.get_acls(base)
-    c.equal([(a.perms, a.id.scheme, a.id.id) for a in acls], [(31, "sasl", "bob")],
-            "the auth ACL expands to bob's sasl identity")
-    c.equal(zk.get(base)[0], b"secret", "bob reads the node")
+    create_auth_node(c, zk, base, b"secret", "bob", "bob's sasl identity", "bob reads the node")
     anon = connect(hosts)
     bad = sasl_client(hosts, "wrong")
     try:
@@ -1060,11 +1067,7 @@ def scenario_kerberos(c, hosts, zk):
     the realm; HOSTS names localhost, so the ticket is for
     zookeeper/localhost)."""
     base = "/kazoo-kerberos"
-    zk.create(base, b"k", acl=[ACL(Permissions.ALL, Id("auth", ""))])
-    acls, _ = zk.get_acls(base)
-    c.equal([(a.perms, a.id.scheme, a.id.id) for a in acls], [(31, "sasl", "client")],
-            "the auth ACL expands to the Kerberos identity")
-    c.equal(zk.get(base)[0], b"k", "the client reads its node")
+    create_auth_node(c, zk, base, b"k", "client", "the Kerberos identity", "the client reads its node")
     anon = connect(hosts)
     try:
         c.raises(NoAuthError, lambda: anon.get(base), "an anonymous read")
