@@ -3,6 +3,7 @@ package datatree
 import (
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
@@ -33,6 +34,11 @@ type aclCache struct {
 	free  []aclID
 	zero  []aclID // ids whose count reached zero since the last sweep
 	key   []byte  // scratch buffer for lookups
+
+	// hashes holds each list's content hash, the XXH64 of its key: the
+	// tree digest's ACL part (digest.go), the same on every member
+	// whatever id the list has here.
+	hashes []uint64
 }
 
 func newACLCache() *aclCache {
@@ -65,10 +71,12 @@ func (c *aclCache) intern(list []jute.ACL) aclID {
 		c.free = c.free[:n-1]
 		c.lists[id] = own
 		c.refs[id] = 1
+		c.hashes[id] = xxhash.Sum64(c.key)
 	} else {
 		id = aclID(len(c.lists))
 		c.lists = append(c.lists, own)
 		c.refs = append(c.refs, 1)
+		c.hashes = append(c.hashes, xxhash.Sum64(c.key))
 	}
 	c.byKey[string(c.key)] = id
 	return id
@@ -76,6 +84,9 @@ func (c *aclCache) intern(list []jute.ACL) aclID {
 
 // get returns the interned list; callers must not modify it.
 func (c *aclCache) get(id aclID) []jute.ACL { return c.lists[id] }
+
+// hash returns the content hash of the interned list.
+func (c *aclCache) hash(id aclID) uint64 { return c.hashes[id] }
 
 // addRef takes one more reference on id.
 func (c *aclCache) addRef(id aclID) { c.refs[id]++ }

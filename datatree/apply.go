@@ -63,6 +63,7 @@ type applyCtx struct {
 	events   []Event
 	undo     []undoRec // recorded only inside a multi
 	multi    bool
+	digest   uint64 // Tree.digest before a multi, restored by its rollback
 	warnings []QuotaWarning
 }
 
@@ -338,10 +339,13 @@ func (t *Tree) create(ctx *applyCtx, op jute.OpCode, a createArgs) (*node, strin
 		ctx.undo = append(ctx.undo, undoRec{op: undoCreate, n: n, loc: l,
 			cversion: parent.cversion, pzxid: parent.pzxid})
 	}
+	pp := parentHash(parentPath)
+	t.digest -= kidsHash(pp, parent, parent.kids.len())
 	t.touch(parent)
 	t.link(l, n)
 	parent.cversion++
 	parent.pzxid = ctx.zxid
+	t.digest += kidsHash(pp, parent, parent.kids.len()) + t.nodeHash(pathHash(path), n)
 	t.quotaCreated(ctx, path, n, len(a.data))
 	ctx.emit(jute.EventNodeCreated, path)
 	ctx.emit(jute.EventNodeChildrenChanged, eventParent(parentPath))
@@ -418,10 +422,13 @@ func (t *Tree) deleteNode(ctx *applyCtx, l loc, n *node) {
 	if ctx.multi {
 		ctx.undo = append(ctx.undo, undoRec{op: undoDelete, n: n, loc: l, pzxid: l.parent.pzxid})
 	}
+	pp := parentHash(l.parentPath)
+	t.digest -= kidsHash(pp, l.parent, l.parent.kids.len()) + t.nodeHash(pathHash(l.path), n)
 	t.touch(l.parent)
 	t.unlink(l, n)
 	t.acls.release(n.acl())
 	l.parent.pzxid = ctx.zxid
+	t.digest += kidsHash(pp, l.parent, l.parent.kids.len())
 	t.updateQuota(ctx, l.path, -1, -int64(len(n.data)))
 	ctx.emit(jute.EventNodeDeleted, l.path)
 	ctx.emit(jute.EventNodeChildrenChanged, eventParent(l.parentPath))
@@ -457,12 +464,15 @@ func (t *Tree) setData(ctx *applyCtx, r *jute.SetDataRequest) (*node, jute.Code)
 		ctx.undo = append(ctx.undo, undoRec{op: undoSetData, n: n, data: n.data,
 			version: n.version, mzxid: n.mzxid, mtime: n.mtime})
 	}
+	p := pathHash(r.Path)
+	t.digest -= t.ownHash(p, n)
 	t.touch(n)
 	t.dataSize += bytesDiff
 	n.data = r.Data
 	n.version++
 	n.mzxid = ctx.zxid
 	n.mtime = ctx.txn.Time
+	t.digest += t.ownHash(p, n)
 	t.updateQuota(ctx, r.Path, 0, bytesDiff)
 	ctx.emit(jute.EventNodeDataChanged, r.Path)
 	return n, jute.OK
@@ -487,11 +497,14 @@ func (t *Tree) setACL(ctx *applyCtx, r *jute.SetACLRequest) (*node, jute.Code) {
 	if code := checkVersion(n.aversion, r.Version); code != jute.OK {
 		return nil, code
 	}
+	p := pathHash(r.Path)
+	t.digest -= t.ownHash(p, n)
 	t.touch(n)
 	old := n.acl()
 	n.setACL(t.acls.intern(acl))
 	t.acls.release(old)
 	n.aversion++
+	t.digest += t.ownHash(p, n)
 	return n, jute.OK
 }
 

@@ -315,3 +315,64 @@ func BenchmarkGCWithTree(b *testing.B) {
 	}
 	runtime.KeepAlive(tree)
 }
+
+// benchHashNode returns a node as BenchmarkApplyCreate creates them, and
+// its tree.
+func benchHashNode(b *testing.B) (*Tree, *node) {
+	tree := benchTree(b)
+	tree.Apply(createTxns(1)[0], 2, nil)
+	return tree, tree.lookup("/bench/n0")
+}
+
+// BenchmarkNodeHash is the hash of one node with 100 bytes of data: its
+// path, own part and children part.
+func BenchmarkNodeHash(b *testing.B) {
+	tree, n := benchHashNode(b)
+	var sink uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		sink += tree.nodeHash(pathHash("/bench/n0"), n)
+	}
+	runtime.KeepAlive(sink)
+}
+
+// BenchmarkDigestCreate is the digest's share of a create's Apply: the
+// parent's children part out and in, and the new node's hash.
+func BenchmarkDigestCreate(b *testing.B) {
+	tree, n := benchHashNode(b)
+	parent := tree.lookup("/bench")
+	var sink uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		pp := parentHash("/bench")
+		sink -= kidsHash(pp, parent, parent.kids.len())
+		sink += kidsHash(pp, parent, parent.kids.len()) + tree.nodeHash(pathHash("/bench/n0"), n)
+	}
+	runtime.KeepAlive(sink)
+}
+
+// BenchmarkDigestSetData is the digest's share of a setData's Apply: the
+// node's own part before and after, with 100 bytes of data.
+func BenchmarkDigestSetData(b *testing.B) {
+	tree, n := benchHashNode(b)
+	var sink uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		p := pathHash("/bench/n0")
+		sink -= tree.ownHash(p, n)
+		sink += tree.ownHash(p, n)
+	}
+	runtime.KeepAlive(sink)
+}
+
+// BenchmarkComputeDigest recomputes the digest of a tree of 100k znodes
+// of 100 bytes, as a startup check would.
+func BenchmarkComputeDigest(b *testing.B) {
+	const n = 100_000
+	tree := bigTree(b, n)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tree.ComputeDigest()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/node")
+}

@@ -35,4 +35,16 @@
 // Quota statistics (/zookeeper/quota/<path>/zookeeper_stats) are kept current
 // inside Apply, deterministically, and hard limits are enforced when
 // Config.EnforceQuota is set.
+//
+// Digest returns a 64-bit digest of the whole tree that members compare to
+// find a diverged replica. It is the sum, mod 2^64, over every node of an
+// XXH64-based hash of the node's full path, its data (a null buffer and
+// empty data differ), every stored stat field (czxid, mzxid, pzxid, ctime,
+// mtime, version, stored cversion, aversion, the stored ephemeralOwner and
+// the kind), its number of children and the content of its ACL list (perms,
+// scheme and id of each entry, in order), never the member-local ACL id;
+// digest.go gives the exact layout. Trees with the same content have the
+// same digest however they were built: by applies in any order, by
+// ReadSnapshot or by a Loader. Every write keeps it up to date, so reading
+// it is O(1); ComputeDigest recomputes it from scratch.
 package datatree

@@ -55,6 +55,7 @@ func (t *Tree) applyMulti(ctx *applyCtx, res *Result) {
 		}
 	}
 	ctx.multi = true
+	ctx.digest = t.digest
 	resp.Results = make([]jute.MultiResult, len(req.Ops))
 	for i, op := range req.Ops {
 		r, code := t.applyMultiOp(ctx, op)
@@ -117,7 +118,8 @@ func fillFailure(results []jute.MultiResult, failed int, code jute.Code) {
 }
 
 // rollback reverts the applied sub-ops in reverse order and drops their
-// events, leaving the tree exactly as before the multi.
+// events, leaving the tree exactly as before the multi, and so with the
+// digest it had then.
 func (t *Tree) rollback(ctx *applyCtx) {
 	for i := len(ctx.undo) - 1; i >= 0; i-- {
 		u := &ctx.undo[i]
@@ -141,4 +143,5 @@ func (t *Tree) rollback(ctx *applyCtx) {
 	}
 	ctx.undo = ctx.undo[:0]
 	ctx.events = ctx.events[:0]
+	t.digest = ctx.digest
 }

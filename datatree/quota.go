@@ -251,7 +251,7 @@ func (t *Tree) quotaCreated(ctx *applyCtx, path string, n *node, size int) {
 	if name == quotaStatsName && strings.HasPrefix(parentPath, quotaPath+"/") {
 		count, bytes := t.subtreeUsage(parentPath[len(quotaPath):])
 		st := statsTrack{quotaCount: count, quotaBytes: bytes}
-		t.setQuotaData(ctx, n, st.encode())
+		t.setQuotaData(ctx, path, n, st.encode())
 	}
 	t.updateQuota(ctx, path, 1, int64(size))
 }
@@ -270,19 +270,23 @@ func (t *Tree) updateQuota(ctx *applyCtx, path string, countDiff, bytesDiff int6
 	st := parseStatsTrack(stats.data)
 	st[quotaCount] = st.get(quotaCount) + countDiff
 	st[quotaBytes] = st.get(quotaBytes) + bytesDiff
-	t.setQuotaData(ctx, stats, st.encode())
+	t.setQuotaData(ctx, quotaPath+root+"/"+quotaStatsName, stats, st.encode())
 }
 
-// setQuotaData replaces a stats node's data without touching its version,
-// mzxid or mtime, recording the old data for a multi's rollback.
-func (t *Tree) setQuotaData(ctx *applyCtx, n *node, data []byte) {
+// setQuotaData replaces the data of the stats node n at path without
+// touching its version, mzxid or mtime, recording the old data for a
+// multi's rollback.
+func (t *Tree) setQuotaData(ctx *applyCtx, path string, n *node, data []byte) {
 	if ctx.multi {
 		ctx.undo = append(ctx.undo, undoRec{op: undoSetData, n: n, data: n.data,
 			version: n.version, mzxid: n.mzxid, mtime: n.mtime})
 	}
+	p := pathHash(path)
+	t.digest -= t.ownHash(p, n)
 	t.touch(n)
 	t.dataSize += int64(len(data) - len(n.data))
 	n.data = data
+	t.digest += t.ownHash(p, n)
 }
 
 // subtreeUsage returns the number of nodes at and below path and the sum of

@@ -8,8 +8,8 @@ import (
 	"hash/crc32"
 	"hash/maphash"
 	"io"
-	"strings"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
@@ -389,13 +389,14 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 }
 
 // readFrame is a directory being read: the node, how many children are
-// still to come, the children read so far, and the UTF-16 length of the
-// node's path, which its children's paths extend.
+// still to come, the children read so far, and the UTF-16 and byte lengths
+// of the node's path, which its children's paths extend (0 for the root).
 type readFrame struct {
 	n    *node
 	left uint32
 	kids []*node
 	plen int
+	blen int
 }
 
 // maxPresize bounds the children slice allocated ahead from a record's
@@ -412,12 +413,15 @@ const buildAsync = 1024
 // directory's children are collected in a slice while it is open; when it
 // closes, its child set (kids) is built, for a large directory on a
 // builder goroutine. No one looks children up before ReadSnapshot
-// returns: the strict name order already rules out repeats.
+// returns: the strict name order already rules out repeats. Each record's
+// path is built in one buffer, extending its parent's, for the indexes and
+// the digest, which the reader sums as it goes (digest.go).
 type nodeReader struct {
 	t     *Tree
 	s     *snapReader
 	ids   []aclID     // the tree's id of each stream ACL index
 	stack []readFrame // open directories, the root first
+	path  []byte      // the path of the latest record
 	build chan readFrame
 	built chan struct{}
 }
@@ -518,6 +522,7 @@ func (r *nodeReader) record(remaining uint64) error {
 		return fmt.Errorf("%w: ephemeral %q has children", ErrBadSnapshot, name)
 	}
 	r.t.lastZxid = max(r.t.lastZxid, n.czxid)
+	r.sum(n, kids)
 	plen := 0
 	if len(r.stack) == 0 {
 		if name != "" || n.kind() != kindPersistent {
@@ -529,10 +534,28 @@ func (r *nodeReader) record(remaining uint64) error {
 		return err
 	}
 	if kids > 0 || len(r.stack) == 0 {
+		blen := len(r.path)
+		if len(r.stack) == 0 {
+			blen = 0 // the root's children are "/" and their name
+		}
 		list := make([]*node, 0, min(uint64(kids), remaining, maxPresize))
-		r.stack = append(r.stack, readFrame{n: n, left: kids, kids: list, plen: plen})
+		r.stack = append(r.stack, readFrame{n: n, left: kids, kids: list, plen: plen, blen: blen})
 	}
 	return nil
+}
+
+// sum sets r.path to the path of the record n, which has kids children
+// ("/" for the root, else its parent's path, '/' and its name), and adds
+// n's hash to the tree's digest.
+func (r *nodeReader) sum(n *node, kids uint32) {
+	if len(r.stack) == 0 {
+		r.path = append(r.path[:0], rootPath...)
+	} else {
+		r.path = append(r.path[:r.stack[len(r.stack)-1].blen], '/')
+		r.path = append(r.path, n.name...)
+	}
+	p := xxhash.Sum64(r.path)
+	r.t.digest += r.t.ownHash(p, n) + kidsHash(p, n, int(kids))
 }
 
 // aclRef resolves a record's ACL index, reading the list when the record
@@ -575,21 +598,9 @@ func (r *nodeReader) link(n *node) (int, error) {
 	t.count++
 	t.dataSize += int64(plen + len(n.data))
 	if n.kind() != kindPersistent {
-		t.indexKind(n, framePath(r.stack, name))
+		t.indexKind(n, string(r.path))
 	}
 	return plen, nil
-}
-
-// framePath builds the path of a child name of the top of stack.
-func framePath(stack []readFrame, name string) string {
-	var b strings.Builder
-	for _, f := range stack[1:] {
-		b.WriteByte('/')
-		b.WriteString(f.n.name)
-	}
-	b.WriteByte('/')
-	b.WriteString(name)
-	return b.String()
 }
 
 // ownerMatchesKind checks the stored ephemeralOwner against the node kind.

@@ -90,7 +90,9 @@ func (l *Loader) link(path string, n *node) error {
 	return nil
 }
 
-// Finish checks that the system nodes are there and returns the tree.
+// Finish checks that the system nodes are there, computes the tree's
+// digest (one pass over the nodes: a node's hash needs its final child
+// count) and returns the tree.
 func (l *Loader) Finish() (*Tree, error) {
 	t := l.t
 	for _, p := range []string{rootPath, procPath, quotaPath, configPath} {
@@ -99,6 +101,7 @@ func (l *Loader) Finish() (*Tree, error) {
 		}
 	}
 	t.quota = t.lookup(quotaPath)
+	t.digest = t.walkDigest()
 	return t, nil
 }
 

@@ -140,6 +140,10 @@ type Tree struct {
 	dataSize       int64 // sum of javaLen(path)+len(data) over all nodes
 	quotaWarn      quotaWarnings
 
+	// digest is the sum of every node's hash (digest.go), kept by every
+	// write.
+	digest uint64
+
 	// lastZxid is the highest zxid applied (or, after a restore, the
 	// highest czxid read), and snap the open snapshot's copy-on-write
 	// state, nil when none is open (cow.go).
@@ -169,6 +173,7 @@ func New(cfg Config) *Tree {
 		t.addSystemChild(sys.path, n)
 	}
 	t.quota = t.lookup(quotaPath)
+	t.digest = t.walkDigest()
 	return t
 }
 
@@ -346,10 +351,13 @@ func (t *Tree) SetConfigNode(data []byte, zxid, time int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := t.lookup(configPath)
+	p := pathHash(configPath)
+	t.digest -= t.ownHash(p, n)
 	t.touch(n)
 	t.dataSize += int64(len(data) - len(n.data))
 	n.data = data
 	n.version = -1
 	n.mzxid = zxid
 	n.mtime = time
+	t.digest += t.ownHash(p, n)
 }
