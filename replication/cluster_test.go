@@ -54,6 +54,14 @@ func newInmemCluster(t *testing.T, size int) *testCluster {
 	return startTestCluster(t, size, true, "")
 }
 
+// newTestClusterWith starts members whose configuration hook adjusts.
+func newTestClusterWith(t *testing.T, size int, hook func(*Config)) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, cfgHook: hook}
+	c.startMembers(size, false)
+	return c
+}
+
 func startTestCluster(t *testing.T, size int, inmem bool, logStore string, observers ...int64) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, logStore: logStore}
@@ -83,13 +91,24 @@ func (c *testCluster) startMembers(size int, inmem bool, observers ...int64) {
 	for i := range c.nodes {
 		c.start(i)
 	}
-	t.Cleanup(func() {
-		for _, n := range c.nodes {
-			if n != nil {
-				n.Close()
-			}
+	t.Cleanup(c.closeAll)
+	c.waitReady()
+}
+
+// closeAll closes every running member.
+func (c *testCluster) closeAll() {
+	for _, n := range c.nodes {
+		if n != nil {
+			n.Close()
 		}
-	})
+	}
+}
+
+// waitReady waits until every member is ready and knows the ensemble's
+// identity.
+func (c *testCluster) waitReady() {
+	t := c.t
+	t.Helper()
 	for i := range c.nodes {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		if err := c.nodes[i].WaitReady(ctx); err != nil {
@@ -98,11 +117,20 @@ func (c *testCluster) startMembers(size int, inmem bool, observers ...int64) {
 		}
 		cancel()
 	}
+	testutil.Eventually(t, 15*time.Second, "every member knows the ensemble's identity", func() bool {
+		for _, n := range c.nodes {
+			if n.Ensemble().IsZero() || n.Ensemble() != c.nodes[0].Ensemble() {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (c *testCluster) start(i int) {
 	cfg := Config{ServerID: int64(i + 1), DataDir: c.dirs[i], ForceSync: true, Peers: c.peers, LogStore: c.logStore,
-		TickTime: 300 * time.Millisecond, ForwardTimeout: 2 * time.Second, SnapshotThreshold: 32, TrailingLogs: 8}
+		TickTime: 300 * time.Millisecond, ForwardTimeout: 2 * time.Second, SnapshotThreshold: 32, TrailingLogs: 8,
+		DigestInterval: time.Hour} // no checkpoints; the digest tests set their own
 	if c.trans != nil {
 		cfg.RaftTransport = c.connectInmem(i)
 	}

@@ -299,6 +299,9 @@ func (n *Node) handleForward(kind byte, seq int64, body []byte) fwdReply {
 		r.body = binary.BigEndian.AppendUint64(nil, target)
 		r.wait = n.appliedBy(last, target)
 		return r
+	case fwdStatus:
+		r.body = n.status().encode()
+		return r
 	case fwdReconfig:
 		if !n.IsLeader() {
 			r.status = fwdNotLeader

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -52,6 +53,15 @@ type fsm struct {
 	observer Observer
 	waiters  *waiters
 	applied  *appliedIndex
+	log      *slog.Logger
+	// digests and ident are the node's (digest.go, identity.go);
+	// onCheckpoint, if set, hears of every checkpoint recorded.
+	digests      *digestLog
+	ident        *identity
+	onCheckpoint func(DigestRecord)
+	// ensemble is the id the applied log or restored snapshot named (zero
+	// until one did).
+	ensemble txnlog.EnsembleID
 	// last is the index of the last command entry applied, 0 when unknown
 	// (after a restore from a snapshot that does not record it).
 	// Snapshots record it (txnlog.SnapshotHeader.AppliedIndex).
@@ -61,16 +71,19 @@ type fsm struct {
 var _ raft.FSM = (*fsm)(nil)
 
 func newFSM(treeCfg datatree.Config, epochFromTerm bool, obs Observer, w *waiters, a *appliedIndex) *fsm {
-	f := &fsm{treeCfg: treeCfg, epochFromTerm: epochFromTerm, observer: obs, waiters: w, applied: a}
+	f := &fsm{treeCfg: treeCfg, epochFromTerm: epochFromTerm, observer: obs, waiters: w, applied: a,
+		log: slog.New(slog.DiscardHandler), digests: &digestLog{}, ident: &identity{}}
 	f.tree.Store(datatree.New(treeCfg))
 	f.sessions.Store(session.NewTable())
 	return f
 }
 
-// nextZxid returns the zxid for the next transaction of an entry in term.
-func (f *fsm) nextZxid(term uint64) int64 {
+// nextZxid returns the zxid for the next transaction of an entry in
+// term; a standalone server's entry takes the next zxid of its epoch
+// wherever it is applied (txnlog.FlagStandalone).
+func (f *fsm) nextZxid(term uint64, flags byte) int64 {
 	last := f.lastZxid.Load()
-	if !f.epochFromTerm {
+	if !f.epochFromTerm || flags&txnlog.FlagStandalone != 0 {
 		return last + 1
 	}
 	epoch := int64(term)
@@ -81,8 +94,9 @@ func (f *fsm) nextZxid(term uint64) int64 {
 }
 
 // Apply implements raft.FSM: it decodes the entry and applies its
-// transactions. An entry this build cannot decode stops the member (panic)
-// rather than letting it diverge from the others.
+// transactions, or the control entry (digest.go). An entry this build
+// cannot decode, or whose checksum fails, stops the member (panic) rather
+// than letting it diverge from the others.
 //
 // An entry at or below last is not applied again. That happens only after
 // restoring a snapshot written by an earlier build, whose followers applied
@@ -92,6 +106,16 @@ func (f *fsm) nextZxid(term uint64) int64 {
 // snapshot index (TestSnapshotRecordsAppliedIndex).
 func (f *fsm) Apply(l *raft.Log) interface{} {
 	if l.Index <= f.last {
+		return nil
+	}
+	if txnlog.Kind(l.Data) != txnlog.EntryBatch {
+		c, err := txnlog.DecodeControl(l.Data)
+		if err != nil {
+			panic(fmt.Sprintf("replication: undecodable log entry %d: %v", l.Index, err))
+		}
+		f.applyControl(l.Index, c)
+		f.last = l.Index
+		f.applied.set(l.Index)
 		return nil
 	}
 	en, err := txnlog.Decode(l.Data)
@@ -110,11 +134,15 @@ func (f *fsm) applyEntry(l *raft.Log, en *txnlog.Entry) {
 		if f.observer != nil {
 			f.observer.BeforeApply(t)
 		}
-		if t.Tree.Type == txnlog.OpMoveSession {
+		switch t.Tree.Type {
+		case txnlog.OpMoveSession:
 			f.moveSession(sessions, t)
 			continue
+		case txnlog.OpInitConfig:
+			f.initConfig(tree, t)
+			continue
 		}
-		zxid := f.nextZxid(l.Term)
+		zxid := f.nextZxid(l.Term, en.Flags)
 		switch t.Tree.Type {
 		case jute.OpCreateSession:
 			sessions.Add(t.Tree.SessionID, t.Timeout)
@@ -206,6 +234,30 @@ func (f *fsm) setConfig(tree *datatree.Tree, t *txnlog.Txn, zxid int64) *datatre
 		Response: &jute.GetDataResponse{Data: data, Stat: st},
 		Events:   []datatree.Event{{Type: jute.EventNodeDataChanged, Path: configPath}},
 	}
+}
+
+// initConfig seeds /zookeeper/config from the leader's configuration
+// files while the node is still empty, as every member's copy of the log
+// says, with zxid 0 and the entry's time: it consumes no zxid, as
+// ZooKeeper's own startup write of the node does not. Once the node holds
+// a configuration, a later seed changes nothing.
+func (f *fsm) initConfig(tree *datatree.Tree, t *txnlog.Txn) {
+	res := &datatree.Result{}
+	req, ok := t.Tree.Request.(*jute.SetDataRequest)
+	data, _, _ := tree.GetData(configPath, nil, nil)
+	switch {
+	case !ok:
+		res.Err = jute.MarshallingError
+	case len(data) == 0 && len(req.Data) > 0:
+		tree.SetConfigNode(req.Data, 0, t.Tree.Time)
+	default:
+		res.Err = jute.NodeExists
+	}
+	zxid := f.lastZxid.Load()
+	if f.observer != nil {
+		f.observer.Applied(t, zxid, res)
+	}
+	f.waiters.trigger(t.RequestID, Outcome{Zxid: zxid, Result: res})
 }
 
 // configPath is the znode holding the dynamic configuration.

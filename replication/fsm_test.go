@@ -65,11 +65,11 @@ func TestProposalsDecodeToThemselves(t *testing.T) {
 		batch = append(batch, proposal{txn: tc.txn})
 	}
 	const now = 1795328583539
-	entry := txnlog.EntryHeader(nil, now, len(batch))
+	entry := txnlog.EntryHeader(nil, 0, now, len(batch))
 	for i := range batch {
 		entry = batch[i].appendTo(entry)
 	}
-	decoded, err := txnlog.Decode(entry)
+	decoded, err := txnlog.Decode(txnlog.Seal(entry))
 	if err != nil || len(decoded.Txns) != len(tests) || decoded.Time != now {
 		t.Fatalf("decode = %+v, %v", decoded, err)
 	}

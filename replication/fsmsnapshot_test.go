@@ -118,7 +118,7 @@ func TestRestoreSkipsEntriesAnOlderSnapshotHolds(t *testing.T) {
 func TestRestoreRejectsUnknownSnapshotVersion(t *testing.T) {
 	f := newTestFSM()
 	stream := persistSnapshot(t, f)
-	for _, v := range []uint32{1, 3} {
+	for _, v := range []uint32{1, 4} {
 		binary.BigEndian.PutUint32(stream[8:], v)
 		if _, err := restoreFrom(stream); !errors.Is(err, txnlog.ErrBadSnapshot) {
 			t.Fatalf("a version %d stream: %v, want a bad snapshot error", v, err)

@@ -92,6 +92,17 @@ type Config struct {
 	// Join starts a member that is not in the ensemble yet: it does not
 	// bootstrap and waits for the leader to add it (reconfig).
 	Join bool
+	// ForceNewEnsemble lets an ensemble member that starts empty bootstrap
+	// a new ensemble although some listed members did not answer
+	// (discovery.go); members that answered must all be empty still.
+	ForceNewEnsemble bool
+	// DigestInterval is how often the leader appends a digest checkpoint
+	// while the tree changes (digest.go); 0 means 2 s.
+	DigestInterval time.Duration
+
+	// seeding is set by Seed: no steward runs, so nothing is applied
+	// while Seed installs its state.
+	seeding bool
 	// FsyncWarningThreshold is zoo.cfg fsync.warningthresholdms: a log
 	// fsync that takes longer is counted (SlowLogSyncs) and logged.
 	// 0 means ZooKeeper's default, 1 s.
@@ -169,6 +180,9 @@ type Node struct {
 	link     *leaderLink  // a follower's forwarding connection to the leader (health.go)
 	forecast *forecaster  // the leader's failed-write forecasts (forecast.go)
 	nudge    *commitNudge // an idle leader's barrier for its followers (nudge.go)
+	digests  digestLog    // recent digest records and the fence (digest.go)
+	ident    identity     // this member's ensemble id (identity.go)
+	foreign  foreignLog   // rate limit of the refused-peer ERROR (identity.go)
 
 	// fwdMu guards the forwarding listener and the member connections it
 	// accepted, closed together by Close.
@@ -184,8 +198,13 @@ type Node struct {
 	wg         sync.WaitGroup
 	closeOnce  sync.Once
 
-	// bootstrapped is set when Open found no raft state and created it.
+	// bootstrapped is set when Open found no raft state and created it;
+	// startedEmpty when an ensemble member found none and looks for its
+	// ensemble (discovery.go). Neither changes after Open.
 	bootstrapped bool
+	startedEmpty bool
+	// checkpoints carries recorded checkpoints to the steward (steward.go).
+	checkpoints chan DigestRecord
 }
 
 // future is what the collector waits on: a raft apply or a forwarded batch.
@@ -228,6 +247,8 @@ func Open(cfg Config) (*Node, error) {
 		link:     newLeaderLink(),
 		forecast: newForecaster(),
 		nudge:    newCommitNudge(),
+
+		checkpoints: make(chan DigestRecord, 16),
 	}
 	if cfg.ForwardTimeout <= 0 {
 		n.cfg.ForwardTimeout = 10 * time.Second
@@ -242,6 +263,7 @@ func Open(cfg Config) (*Node, error) {
 	n.peers = newPeerSet(cfg.Peers)
 	n.fwd = newForwarder(n)
 	n.fsm = newFSM(cfg.Tree, n.clustered(), cfg.Observer, n.waiters, n.applied)
+	n.fsm.log, n.fsm.digests, n.fsm.ident, n.fsm.onCheckpoint = logger, &n.digests, &n.ident, n.noteCheckpoint
 	if err := n.startRaft(); err != nil {
 		n.closeStores()
 		return nil, err
@@ -250,6 +272,14 @@ func Open(cfg Config) (*Node, error) {
 	n.queue.flush = n.flush
 	n.wg.Add(1)
 	go n.collectLoop()
+	if !cfg.seeding {
+		n.wg.Add(1)
+		go n.steward()
+	}
+	if n.startedEmpty {
+		n.wg.Add(1)
+		go n.discover()
+	}
 	if n.clustered() {
 		n.watchHealth()
 		n.wg.Add(1)
@@ -309,11 +339,23 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return err
 	}
+	if err := n.ident.load(stable); err != nil {
+		return err
+	}
+	if !n.cfg.InMemory {
+		n.digests.loadFence(n.log, n.cfg.DataDir)
+	}
 	has, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("replication: inspect state: %w", err)
 	}
-	if !has && !n.cfg.Join {
+	switch {
+	case has:
+		n.log.Info("opening existing state", "ensemble", n.ident.get().String())
+	case n.clustered() && !n.cfg.Join:
+		// An empty member looks for its ensemble before it founds one.
+		n.startedEmpty = true
+	case !n.clustered():
 		if err := raft.BootstrapCluster(rc, logs, stable, snaps, trans, boot); err != nil {
 			return fmt.Errorf("replication: bootstrap: %w", err)
 		}
@@ -326,6 +368,9 @@ func (n *Node) startRaft() error {
 	}
 	n.raft = r
 	n.logs = logs
+	if has {
+		n.checkMembership()
+	}
 	n.serveForwardingNow()
 	return nil
 }
@@ -500,6 +545,9 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 		logs = crashStopLogs{LogStore: logs, path: path, faults: n.faults}
 	}
 	stable = crashStopStable{StableStore: stable, path: stablePath, faults: n.faults}
+	if err := verifyLog(logs, path); err != nil {
+		return nil, nil, nil, err
+	}
 	if err := snaps.checkAtOpen(logs); err != nil {
 		return nil, nil, nil, err
 	}
@@ -656,10 +704,15 @@ func (n *Node) commitBatch(batch []proposal) inflightEntry {
 			size += p.size
 		}
 		now := time.Now().UnixMilli()
-		entry := txnlog.EntryHeader(make([]byte, 0, size+16), now, len(batch))
+		flags := byte(0)
+		if !n.clustered() {
+			flags = txnlog.FlagStandalone
+		}
+		entry := txnlog.EntryHeader(make([]byte, 0, size+20), flags, now, len(batch))
 		for i := range batch {
 			entry = batch[i].appendTo(entry)
 		}
+		entry = txnlog.Seal(entry)
 		n.entrySizes.record(len(entry))
 		return inflightEntry{future: n.raft.Apply(entry, 0), props: batch, term: term, marks: marks,
 			forwarded: carriesForwarded(batch)}

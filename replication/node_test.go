@@ -205,20 +205,26 @@ func TestSubmitAfterCloseFails(t *testing.T) {
 func TestNextZxidEpochs(t *testing.T) {
 	f := &fsm{epochFromTerm: true}
 	f.lastZxid.Store(0)
-	if z := f.nextZxid(1); z != 1<<32|1 {
+	if z := f.nextZxid(1, 0); z != 1<<32|1 {
 		t.Fatalf("first zxid of term 1 = %#x", z)
 	}
 	f.lastZxid.Store(1<<32 | 7)
-	if z := f.nextZxid(1); z != 1<<32|8 {
+	if z := f.nextZxid(1, 0); z != 1<<32|8 {
 		t.Fatalf("next in term 1 = %#x", z)
 	}
-	if z := f.nextZxid(3); z != 3<<32|1 {
+	if z := f.nextZxid(3, 0); z != 3<<32|1 {
 		t.Fatalf("first in term 3 = %#x", z)
 	}
 	standalone := &fsm{}
 	standalone.lastZxid.Store(41)
-	if z := standalone.nextZxid(9); z != 42 {
+	if z := standalone.nextZxid(9, 0); z != 42 {
 		t.Fatalf("standalone zxid = %d", z)
+	}
+	// A standalone server's entry replayed by an ensemble member (its data
+	// directory grew into an ensemble) keeps the zxids it was served with.
+	f.lastZxid.Store(5)
+	if z := f.nextZxid(9, txnlog.FlagStandalone); z != 6 {
+		t.Fatalf("standalone entry on an ensemble member: zxid %#x, want 6", z)
 	}
 }
 

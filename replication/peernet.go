@@ -26,12 +26,14 @@ func (tcpNetwork) Dial(addr string, timeout time.Duration) (net.Conn, error) {
 	return net.DialTimeout("tcp", addr, timeout)
 }
 
-// network returns the configured Network, or plain TCP.
+// network returns the configured Network (or plain TCP) behind the
+// ensemble hello (identity.go).
 func (n *Node) network() Network {
+	var inner Network = tcpNetwork{}
 	if n.cfg.Network != nil {
-		return n.cfg.Network
+		inner = n.cfg.Network
 	}
-	return tcpNetwork{}
+	return identityNetwork{inner: inner, n: n}
 }
 
 // streamLayer is raft's view of a Network listener: it dials through

@@ -29,6 +29,7 @@ func Seed(cfg Config, tree *datatree.Tree, lastZxid int64) (int64, error) {
 		return 0, errors.New("replication: seed needs a standalone server's data directories")
 	}
 	cfg.SnapshotThreshold = 0
+	cfg.seeding = true
 	faults := make(chan error, 1)
 	cfg.Fatal = func(err error) {
 		select {
@@ -63,11 +64,13 @@ func (n *Node) seed(tree *datatree.Tree, lastZxid int64) (int64, error) {
 		return 0, err
 	}
 	nodes := tree.NodeCount()
-	// Nothing is applied in a fresh directory with no clients: the FSM
-	// goroutine is idle, and raft's Snapshot below reaches it through
-	// raft's channels, after the install.
+	// Nothing is applied in a fresh directory with no clients (and no
+	// steward while seeding): the FSM goroutine is idle, and raft's
+	// Snapshot below reaches it through raft's channels, after the
+	// install. The state is a new ensemble's: it gets its identity here.
+	id := txnlog.NewEnsembleID()
 	n.fsm.install(&txnlog.SnapshotState{
-		SnapshotHeader: txnlog.SnapshotHeader{LastZxid: lastZxid, AppliedIndex: n.fsm.last},
+		SnapshotHeader: txnlog.SnapshotHeader{LastZxid: lastZxid, AppliedIndex: n.fsm.last, Ensemble: id},
 		Sessions:       session.NewTable(),
 		Tree:           tree,
 	})
@@ -84,7 +87,7 @@ func (n *Node) seed(tree *datatree.Tree, lastZxid int64) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("replication: seed: read the snapshot back: %w", err)
 	}
-	if st.LastZxid != lastZxid || st.Tree.NodeCount() != nodes {
+	if st.LastZxid != lastZxid || st.Tree.NodeCount() != nodes || st.Ensemble != id || n.ident.get() != id {
 		return 0, fmt.Errorf("replication: seed: the snapshot holds %d nodes at zxid %#x, want %d at %#x",
 			st.Tree.NodeCount(), st.LastZxid, nodes, lastZxid)
 	}

@@ -23,12 +23,13 @@ import (
 // on, writes the tree as it was here, at this log index.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.sinceSnapshot.Store(0)
-	head, err := txnlog.SnapshotHead(txnlog.SnapshotHeader{LastZxid: f.lastZxid.Load(), AppliedIndex: f.last}, f.sessions.Load())
+	tree := f.tree.Load()
+	head, err := txnlog.SnapshotHead(txnlog.SnapshotHeader{LastZxid: f.lastZxid.Load(), AppliedIndex: f.last,
+		Ensemble: f.ensemble, Digest: tree.Digest(), HasDigest: true}, f.sessions.Load())
 	if err != nil {
 		return nil, fmt.Errorf("replication: snapshot: %w", err)
 	}
 	s := &fsmSnapshot{head: head}
-	tree := f.tree.Load()
 	snap, err := tree.Snapshot()
 	switch {
 	case errors.Is(err, datatree.ErrSnapshotOpen):
@@ -48,19 +49,46 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 }
 
 // Restore implements raft.FSM: it loads a snapshot into new structures and
-// swaps them in.
+// swaps them in. It refuses a snapshot whose tree does not match the
+// digest recorded with it, and one of another ensemble than this
+// member's; raft then keeps the state it had (or, at startup, tries an
+// older snapshot).
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	st, err := txnlog.ReadSnapshot(rc, f.treeCfg)
 	if err != nil {
 		return fmt.Errorf("replication: restore: %w", err)
 	}
+	if err := f.checkRestored(st); err != nil {
+		f.log.Error("snapshot refused", "zxid", fmt.Sprintf("%#x", st.LastZxid), "err", err)
+		return fmt.Errorf("replication: restore: %w", err)
+	}
 	f.install(st)
+	return nil
+}
+
+// errDigestMismatch is wrapped by the error for a snapshot whose tree
+// does not match the digest recorded with it.
+var errDigestMismatch = errors.New("the tree does not match the snapshot's digest")
+
+// checkRestored checks a snapshot read back against its own header: the
+// digest of the tree as loaded, and the ensemble it names.
+func (f *fsm) checkRestored(st *txnlog.SnapshotState) error {
+	if st.HasDigest {
+		if got := st.Tree.Digest(); got != st.Digest {
+			return fmt.Errorf("%w: loaded %016x, recorded %016x", errDigestMismatch, got, st.Digest)
+		}
+	}
+	if own := f.ident.get(); !st.Ensemble.IsZero() && !own.IsZero() && own != st.Ensemble {
+		return fmt.Errorf("%w: the snapshot belongs to ensemble %s, this member to %s", ErrForeignEnsemble, st.Ensemble, own)
+	}
 	return nil
 }
 
 // install replaces the FSM's state with st.
 func (f *fsm) install(st *txnlog.SnapshotState) {
+	f.ensemble = txnlog.EnsembleID{}
+	f.learnIdentity(st.Ensemble, fmt.Sprintf("snapshot at zxid %#x", st.LastZxid))
 	f.tree.Store(st.Tree)
 	f.sessions.Store(st.Sessions)
 	f.lastZxid.Store(st.LastZxid)

@@ -15,10 +15,12 @@ import (
 // FSM snapshot envelope (big-endian; docs/format/txnlog.md):
 //
 //	[8]byte  magic "ZKSDSNAP"
-//	uint32   version 2
+//	uint32   version 3 (2 is still read: it lacks the next two fields)
 //	int64    last applied zxid
 //	uint64   index of the last log entry applied (0: none beyond raft's
 //	         snapshot index)
+//	[16]byte the ensemble id (zero: none recorded yet)
+//	uint64   the tree's digest (datatree.Tree.Digest) at the last zxid
 //	uint64   length of the session table
 //	         the session table (session.Table.WriteTo)
 //	         the tree (datatree's snapshot stream)
@@ -31,12 +33,19 @@ import (
 // snapshotMagic starts every FSM snapshot.
 var snapshotMagic = [8]byte{'Z', 'K', 'S', 'D', 'S', 'N', 'A', 'P'}
 
-// snapshotVersion is the only envelope version.
-const snapshotVersion = 2
+// snapshotVersion is the envelope version written; snapshotVersionPlain
+// (no ensemble id, no digest) is still read.
+const (
+	snapshotVersion      = 3
+	snapshotVersionPlain = 2
+)
 
 // SnapshotHeaderSize is the size of an encoded SnapshotHeader, which the
-// session table follows.
-const SnapshotHeaderSize = 8 + 4 + 8 + 8 + 8
+// session table follows; snapshotHeaderSizePlain that of version 2.
+const (
+	SnapshotHeaderSize      = snapshotHeaderSizePlain + 16 + 8
+	snapshotHeaderSizePlain = 8 + 4 + 8 + 8 + 8
+)
 
 // maxSessionTable bounds the session table length a reader accepts.
 const maxSessionTable = 1 << 34
@@ -52,6 +61,13 @@ type SnapshotHeader struct {
 	// AppliedIndex is the index of the last log entry applied, 0 when the
 	// state holds nothing beyond the index raft stores with the snapshot.
 	AppliedIndex uint64
+	// Ensemble is the id of the ensemble the state belongs to (zero: none
+	// recorded, as in version 2 snapshots).
+	Ensemble EnsembleID
+	// Digest is the tree's digest at LastZxid; HasDigest is false for
+	// version 2 snapshots, which did not record one.
+	Digest    uint64
+	HasDigest bool
 }
 
 // SnapshotHead returns what an FSM snapshot holds before its tree: the
@@ -66,7 +82,9 @@ func SnapshotHead(h SnapshotHeader, sessions *session.Table) ([]byte, error) {
 	binary.BigEndian.PutUint32(out[8:], snapshotVersion)
 	binary.BigEndian.PutUint64(out[12:], uint64(h.LastZxid))
 	binary.BigEndian.PutUint64(out[20:], h.AppliedIndex)
-	binary.BigEndian.PutUint64(out[28:], uint64(table.Len()))
+	copy(out[28:], h.Ensemble[:])
+	binary.BigEndian.PutUint64(out[44:], h.Digest)
+	binary.BigEndian.PutUint64(out[52:], uint64(table.Len()))
 	return append(out, table.Bytes()...), nil
 }
 
@@ -74,20 +92,29 @@ func SnapshotHead(h SnapshotHeader, sessions *session.Table) ([]byte, error) {
 // returns it with the length of the session table that follows.
 func ReadSnapshotHeader(r io.Reader) (SnapshotHeader, uint64, error) {
 	var b [SnapshotHeaderSize]byte
-	if _, err := io.ReadFull(r, b[:]); err != nil {
+	if _, err := io.ReadFull(r, b[:snapshotHeaderSizePlain]); err != nil {
 		return SnapshotHeader{}, 0, fmt.Errorf("%w: header: %w", ErrBadSnapshot, err)
 	}
 	if [8]byte(b[:8]) != snapshotMagic {
 		return SnapshotHeader{}, 0, fmt.Errorf("%w: not an FSM snapshot", ErrBadSnapshot)
 	}
-	if v := binary.BigEndian.Uint32(b[8:]); v != snapshotVersion {
-		return SnapshotHeader{}, 0, fmt.Errorf("%w: unsupported version %d", ErrBadSnapshot, v)
-	}
 	h := SnapshotHeader{
 		LastZxid:     int64(binary.BigEndian.Uint64(b[12:])),
 		AppliedIndex: binary.BigEndian.Uint64(b[20:]),
 	}
-	return h, binary.BigEndian.Uint64(b[28:]), nil
+	switch v := binary.BigEndian.Uint32(b[8:]); v {
+	case snapshotVersionPlain:
+		return h, binary.BigEndian.Uint64(b[28:]), nil
+	case snapshotVersion:
+	default:
+		return SnapshotHeader{}, 0, fmt.Errorf("%w: unsupported version %d", ErrBadSnapshot, v)
+	}
+	if _, err := io.ReadFull(r, b[snapshotHeaderSizePlain:]); err != nil {
+		return SnapshotHeader{}, 0, fmt.Errorf("%w: header: %w", ErrBadSnapshot, err)
+	}
+	copy(h.Ensemble[:], b[28:44])
+	h.Digest, h.HasDigest = binary.BigEndian.Uint64(b[44:]), true
+	return h, binary.BigEndian.Uint64(b[52:]), nil
 }
 
 // SnapshotState is the content of an FSM snapshot.

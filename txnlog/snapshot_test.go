@@ -40,7 +40,9 @@ func goldenSessions() *session.Table {
 	return tab
 }
 
-var goldenHeader = SnapshotHeader{LastZxid: 0x500000007, AppliedIndex: 42}
+var goldenHeader = SnapshotHeader{LastZxid: 0x500000007, AppliedIndex: 42,
+	Ensemble: EnsembleID{0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff},
+	Digest:   0x0123456789abcdef, HasDigest: true}
 
 func TestSnapshotHeadGolden(t *testing.T) {
 	want := readAnnotatedHex(t, "testdata/snapshot_head.hex")
@@ -54,6 +56,16 @@ func TestSnapshotHeadGolden(t *testing.T) {
 	h, tableLen, err := ReadSnapshotHeader(bytes.NewReader(want))
 	if err != nil || h != goldenHeader || tableLen != uint64(len(want)-SnapshotHeaderSize) {
 		t.Fatalf("ReadSnapshotHeader = %+v, %d, %v; want %+v, %d", h, tableLen, err, goldenHeader, len(want)-SnapshotHeaderSize)
+	}
+}
+
+// A version 2 header (no ensemble id, no digest) is still read.
+func TestReadSnapshotHeaderV2(t *testing.T) {
+	v2 := readAnnotatedHex(t, "testdata/snapshot_head_v2.hex")
+	h, tableLen, err := ReadSnapshotHeader(bytes.NewReader(v2))
+	want := SnapshotHeader{LastZxid: goldenHeader.LastZxid, AppliedIndex: goldenHeader.AppliedIndex}
+	if err != nil || h != want || tableLen != uint64(len(v2)-snapshotHeaderSizePlain) {
+		t.Fatalf("ReadSnapshotHeader(v2) = %+v, %d, %v; want %+v", h, tableLen, err, want)
 	}
 }
 
@@ -115,10 +127,11 @@ func TestReadSnapshotRejects(t *testing.T) {
 		{"cut header", stream[:SnapshotHeaderSize-1]},
 		{"wrong magic", edit(func(b []byte) []byte { b[0] = 'z'; return b })},
 		{"version 1", edit(func(b []byte) []byte { binary.BigEndian.PutUint32(b[8:], 1); return b })},
-		{"version 3", edit(func(b []byte) []byte { binary.BigEndian.PutUint32(b[8:], 3); return b })},
-		{"huge table", edit(func(b []byte) []byte { binary.BigEndian.PutUint64(b[28:], 1<<40); return b })},
-		{"table longer than its length", edit(func(b []byte) []byte { binary.BigEndian.PutUint64(b[28:], 20); return b })},
-		{"table shorter than its length", edit(func(b []byte) []byte { binary.BigEndian.PutUint64(b[28:], 40); return b })},
+		{"version 4", edit(func(b []byte) []byte { binary.BigEndian.PutUint32(b[8:], 4); return b })},
+		{"cut version 3 header", stream[:snapshotHeaderSizePlain+3]},
+		{"huge table", edit(func(b []byte) []byte { binary.BigEndian.PutUint64(b[52:], 1<<40); return b })},
+		{"table longer than its length", edit(func(b []byte) []byte { binary.BigEndian.PutUint64(b[52:], 20); return b })},
+		{"table shorter than its length", edit(func(b []byte) []byte { binary.BigEndian.PutUint64(b[52:], 40); return b })},
 		{"cut tree", stream[:len(stream)-3]},
 		{"damaged tree", edit(func(b []byte) []byte { b[len(b)-10] ^= 1; return b })},
 	}

@@ -32,9 +32,22 @@ import (
 const (
 	// EntryBatch is a batch of transactions.
 	EntryBatch byte = 1
-	// entryVersion is the only batch encoding version so far.
-	entryVersion byte = 1
+	// entryVersionPlain is a batch without a checksum (builds before
+	// 2026-11-28); it is still read.
+	entryVersionPlain byte = 1
+	// entryVersion is a batch with a flags byte after the version, and
+	// followed by the CRC-32C of every byte before it (Seal).
+	entryVersion byte = 2
 )
+
+// FlagStandalone marks an entry proposed by a standalone server: its
+// transactions take the zxids of epoch 0 (the previous zxid + 1) on
+// whatever member applies it, also after the data directory grew into an
+// ensemble, where zxids otherwise take the entry's term as their epoch.
+const FlagStandalone byte = 1
+
+// checksumSize is the length of an entry's trailing CRC-32C.
+const checksumSize = 4
 
 // OpMoveSession is the internal opcode of a transaction that makes Owner the
 // owner of a session, after its client resumed it on that member.
@@ -51,6 +64,14 @@ const OpSetConfig jute.OpCode = -101
 // FailedWrite, so the log holds the error and the path instead of the
 // write's payload, as ZooKeeper logs an error transaction.
 const OpFailedWrite jute.OpCode = -102
+
+// OpInitConfig is the internal opcode of the transaction an ensemble's
+// leader proposes to seed /zookeeper/config from its configuration files
+// when the node is still empty. Its body is a SetDataRequest carrying the
+// configuration text (server lines and "version=<hex>"). It consumes no
+// zxid, and every member applies it only while the node is empty, so the
+// node changes through the log alone.
+const OpInitConfig jute.OpCode = -103
 
 // FailedWrite is the body of an OpFailedWrite transaction: the write's own
 // opcode and path, and the error every member answers it with.
@@ -126,10 +147,12 @@ type Txn struct {
 	Tree datatree.Txn
 }
 
-// Entry is a batch of transactions decided together.
+// Entry is a batch of transactions decided together. Flags is
+// FlagStandalone or 0 (always 0 for entries of the plain version).
 type Entry struct {
-	Time int64
-	Txns []*Txn
+	Time  int64
+	Flags byte
+	Txns  []*Txn
 }
 
 // minTxnSize is the smallest encoded Txn (fixed fields plus an empty vector).
@@ -137,18 +160,19 @@ const minTxnSize = 8 + 8 + 8 + 4 + 4 + 4
 
 // Encode appends the entry's encoding to dst.
 func (en *Entry) Encode(dst []byte) []byte {
-	dst = EntryHeader(dst, en.Time, len(en.Txns))
+	start := len(dst)
+	dst = EntryHeader(dst, en.Flags, en.Time, len(en.Txns))
 	for _, t := range en.Txns {
 		dst = EncodeTxn(dst, t)
 	}
-	return dst
+	return append(dst[:start], Seal(dst[start:])...)
 }
 
 // EntryHeader appends the start of an entry of count transactions to dst;
 // the entry is complete once count transactions (EncodeTxn, or encodings
-// made earlier) follow it.
-func EntryHeader(dst []byte, time int64, count int) []byte {
-	e := jute.NewEncoder(append(dst, EntryBatch, entryVersion))
+// made earlier) follow it and Seal has appended its checksum.
+func EntryHeader(dst []byte, flags byte, time int64, count int) []byte {
+	e := jute.NewEncoder(append(dst, EntryBatch, entryVersion, flags))
 	e.Long(time)
 	e.Int(int32(count))
 	return e.Bytes()
@@ -213,13 +237,28 @@ func encodeTxn(e *jute.Encoder, t *Txn) {
 	}
 }
 
-// Decode parses an entry. It never panics on malformed input.
+// Decode parses a batch entry, checking its checksum. It never panics on
+// malformed input.
 func Decode(b []byte) (*Entry, error) {
-	if len(b) < 2 || b[0] != EntryBatch || b[1] != entryVersion {
+	if len(b) < 2 || b[0] != EntryBatch || (b[1] != entryVersion && b[1] != entryVersionPlain) {
 		return nil, ErrUnknownEntry
 	}
-	d := jute.NewDecoder(b[2:])
-	en := &Entry{Time: d.Long()}
+	start, flags := 2, byte(0)
+	if b[1] == entryVersion {
+		body, err := verify(b)
+		if err != nil {
+			return nil, err
+		}
+		if len(body) < 3 {
+			return nil, fmt.Errorf("txnlog: entry of %d bytes", len(b))
+		}
+		b, start, flags = body, 3, body[2]
+	}
+	if flags&^FlagStandalone != 0 {
+		return nil, fmt.Errorf("txnlog: unknown entry flags %#x", flags)
+	}
+	d := jute.NewDecoder(b[start:])
+	en := &Entry{Time: d.Long(), Flags: flags}
 	n := int(d.Int())
 	if d.Err() == nil && (n < 0 || n > d.Remaining()/minTxnSize) {
 		return nil, fmt.Errorf("txnlog: bad txn count %d", n)
@@ -277,7 +316,7 @@ func PeekPath(b []byte) (op jute.OpCode, path string, sequential, ok bool) {
 		d.SkipBuffer() // data
 		skipACLs(d)
 		sequential = jute.CreateMode(d.Int()).IsSequential()
-	case jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpCheck, jute.OpDeleteContainer, OpSetConfig:
+	case jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpCheck, jute.OpDeleteContainer, OpSetConfig, OpInitConfig:
 		path = d.String()
 	}
 	return op, path, sequential, d.Err() == nil
@@ -345,7 +384,7 @@ func NewBody(op jute.OpCode) (jute.Record, error) {
 		return &jute.PathRequest{}, nil
 	case OpFailedWrite:
 		return &FailedWrite{}, nil
-	case OpSetConfig:
+	case OpSetConfig, OpInitConfig:
 		return &jute.SetDataRequest{}, nil
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
 		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpCheck, jute.OpMulti,

@@ -110,11 +110,11 @@ func TestEntryRoundTrip(t *testing.T) {
 // the same transactions.
 func TestEntryFromEncodedTxns(t *testing.T) {
 	en := sampleEntry()
-	b := EntryHeader(nil, en.Time, len(en.Txns))
+	b := EntryHeader(nil, 0, en.Time, len(en.Txns))
 	for _, tx := range en.Txns {
 		b = append(b, EncodeTxn(nil, tx)...)
 	}
-	got, err := Decode(b)
+	got, err := Decode(Seal(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,9 +131,11 @@ func TestDecodeRejects(t *testing.T) {
 	cases := map[string][]byte{
 		"empty":           nil,
 		"unknown kind":    append([]byte{9}, good[1:]...),
-		"unknown version": append([]byte{EntryBatch, 2}, good[2:]...),
+		"unknown version": append([]byte{EntryBatch, 3}, good[2:]...),
+		"plain version":   append([]byte{EntryBatch, 1}, good[3:]...), // the checksum is trailing bytes then
+		"unknown flags":   Seal(append([]byte{EntryBatch, 2, 0x80}, good[3:len(good)-checksumSize]...)),
 		"trailing bytes":  append(append([]byte(nil), good...), 0),
-		"huge count":      append(append([]byte{EntryBatch, 1}, good[2:10]...), 0x7f, 0xff, 0xff, 0xff),
+		"huge count":      append(append([]byte{EntryBatch, 1}, good[3:11]...), 0x7f, 0xff, 0xff, 0xff),
 		"non-txn opcode":  EncodeTxnEntry(&Txn{Tree: datatree.Txn{Type: jute.OpGetData}}),
 	}
 	for name, b := range cases {
@@ -163,7 +165,36 @@ func EncodeTxnEntry(t *Txn) []byte {
 	e.Int(0)
 	e.String("/x")
 	e.Bool(false)
-	return append(EntryHeader(nil, 1, 1), e.Bytes()...)
+	return Seal(append(EntryHeader(nil, 0, 1, 1), e.Bytes()...))
+}
+
+// A flipped bit anywhere in a sealed entry is caught by its checksum, and
+// an entry of the earlier, unsealed encoding still decodes.
+func TestEntryChecksum(t *testing.T) {
+	good := sampleEntry().Encode(nil)
+	for i := range good {
+		bad := append([]byte(nil), good...)
+		bad[i] ^= 0x10
+		if _, err := Decode(bad); err == nil {
+			t.Fatalf("byte %d flipped: decoded without error", i)
+		}
+		if i >= 2 {
+			if err := Verify(bad); !errors.Is(err, ErrChecksum) {
+				t.Fatalf("byte %d flipped: Verify = %v, want ErrChecksum", i, err)
+			}
+		}
+	}
+	if err := Verify(good); err != nil {
+		t.Fatalf("Verify(good) = %v", err)
+	}
+	plain := append([]byte{EntryBatch, entryVersionPlain}, good[3:len(good)-checksumSize]...)
+	en, err := Decode(plain)
+	if err != nil || len(en.Txns) != len(sampleEntry().Txns) {
+		t.Fatalf("unsealed entry: %v", err)
+	}
+	if err := Verify(plain); err != nil {
+		t.Fatalf("Verify(unsealed) = %v", err)
+	}
 }
 
 func FuzzDecode(f *testing.F) {
