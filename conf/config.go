@@ -154,7 +154,14 @@ type Config struct {
 	// Join (zkserverd's `join=true`) starts a member that is not part of the
 	// ensemble yet: it does not bootstrap, and waits to be added by reconfig.
 	Join bool
-	MyID int64 // this member's id, from dataDir/myid (see Load, LoadMyID)
+	// ForceNewEnsemble (`forceNewEnsemble=true`, or --force-new-ensemble)
+	// lets an empty member bootstrap a new ensemble although some listed
+	// members do not answer; docs/operations.md says when.
+	ForceNewEnsemble bool
+	// DigestIntervalMs (`digest.intervalMs`) is how often the leader has
+	// the members compare tree digests while writes happen; 0: 2000.
+	DigestIntervalMs int
+	MyID             int64 // this member's id, from dataDir/myid (see Load, LoadMyID)
 
 	// Extra holds every key that is accepted but not interpreted, and every
 	// unknown key, as written in the file.

@@ -191,6 +191,10 @@ func (p *parser) setQuorumKey(key, v string) (bool, error) {
 		c.ReconfigEnabled, err = parseBool(key, v)
 	case "join":
 		c.Join, err = parseBool(key, v)
+	case "forceNewEnsemble":
+		c.ForceNewEnsemble, err = parseBool(key, v)
+	case "digest.intervalMs":
+		c.DigestIntervalMs, err = parseInt(key, v)
 	case "logStore":
 		if v != "boltdb" && v != "wal" {
 			err = keyErr(key, v, "is neither boltdb nor wal")

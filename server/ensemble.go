@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,8 +11,11 @@ import (
 	"time"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/peernet"
 	"github.com/zkserverd/zkserverd/replication"
+	"github.com/zkserverd/zkserverd/txnlog"
 )
 
 // peersOf turns zoo.cfg server.N lines into replication peers (none for a
@@ -135,6 +139,9 @@ func (s *Server) followLeadership(ctx context.Context) {
 			if leading {
 				s.log.Info("leading the ensemble; restarting session expiry clocks")
 				s.restartSessionClocks()
+				if s.serving.Load() && len(s.configData()) == 0 {
+					s.seedConfig()
+				}
 			} else {
 				s.log.Info("no longer leading")
 			}
@@ -151,43 +158,80 @@ func (s *Server) restartSessionClocks() {
 
 // superviseServing opens the doors to clients once the replicated state is
 // current, and closes them again (dropping every client connection, as a
-// ZooKeeper member does when it loses its leader) whenever this member is
-// not in a working quorum (servingTrouble), so that clients see
-// Disconnected at once and nobody reads from a member cut off from the
-// quorum. It checks every half tick, and at once when the forwarding
-// connection to the leader breaks.
+// ZooKeeper member does when it loses its leader) whenever servingTrouble
+// says this member may not serve, so that clients see Disconnected at once
+// and nobody reads from a member cut off from the quorum or fenced. It
+// checks every half tick, and at once when the forwarding connection to
+// the leader breaks. A standalone server runs it too: its quorum is itself,
+// but it can be fenced.
 func (s *Server) superviseServing(ctx context.Context) {
-	check := time.NewTicker(time.Duration(s.cfg.TickTime) * time.Millisecond / 2)
+	check := time.NewTicker(s.checkPeriod())
 	defer check.Stop()
 	for ctx.Err() == nil {
-		s.waitServing(ctx)
-		var trouble error
-		for ctx.Err() == nil && trouble == nil {
-			select {
-			case <-ctx.Done():
-			case <-check.C:
-			case <-s.node.LeaderLinkLost():
-			}
-			trouble = s.servingTrouble()
+		if !s.serving.Load() {
+			s.waitServing(ctx)
 		}
+		trouble := s.awaitTrouble(ctx, check.C)
 		if ctx.Err() != nil {
 			return
 		}
-		s.serving.Store(false)
-		s.log.Warn("not in a working quorum; not serving until one is back", "reason", trouble)
-		for _, c := range s.connections() {
-			c.abort("member left the quorum")
+		s.stopServing(trouble)
+	}
+}
+
+// awaitTrouble returns servingTrouble's first complaint, checking at each
+// tick of check and when the link to the leader breaks.
+func (s *Server) awaitTrouble(ctx context.Context, check <-chan time.Time) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-check:
+		case <-s.node.LeaderLinkLost():
+		}
+		if trouble := s.servingTrouble(); trouble != nil {
+			return trouble
 		}
 	}
 }
 
-// servingTrouble is the one place that decides whether this ensemble
-// member may keep serving clients: it says why not, nil while it may. A
-// member serves while it is in a working quorum: it leads, or it follows a
-// leader it heard from within syncLimit ticks over a working forwarding
-// connection. While it may not, waitServing decides about read-only mode.
+// stopServing closes the doors: no new session, and every client
+// connection dropped. A lost quorum is logged here as a warning (it is
+// expected to heal); a fence is logged at ERROR by waitUnfenced, where the
+// member goes next.
+func (s *Server) stopServing(trouble error) {
+	s.serving.Store(false)
+	reason := "member fenced"
+	if !errors.Is(trouble, errFenced) {
+		reason = "member left the quorum"
+		s.log.Warn("not in a working quorum; not serving until one is back", "reason", trouble)
+	}
+	for _, c := range s.connections() {
+		c.abort(reason)
+	}
+}
+
+// errFenced marks servingTrouble's answer for a fenced member.
+var errFenced = errors.New("server: fenced")
+
+// servingTrouble is the one place that decides whether this member may
+// keep serving clients: it says why not, nil while it may. A fenced member
+// (its tree differs from the ensemble's, or its data belongs to another
+// ensemble: replication's Fenced) serves nobody, not even read-only
+// clients. Otherwise a member serves while it is in a working quorum: it
+// leads, or it follows a leader it heard from within syncLimit ticks over
+// a working forwarding connection. While it may not, waitServing decides
+// about read-only mode.
 func (s *Server) servingTrouble() error {
+	if err := s.node.Fenced(); err != nil {
+		return fmt.Errorf("%w: %w", errFenced, err)
+	}
 	return s.node.QuorumHealth(s.syncLimit())
+}
+
+// checkPeriod is how often the serving supervisor looks: half a tick.
+func (s *Server) checkPeriod() time.Duration {
+	return time.Duration(s.cfg.TickTime) * time.Millisecond / 2
 }
 
 // syncLimit is how long a member may go without hearing from its leader,
@@ -197,37 +241,130 @@ func (s *Server) syncLimit() time.Duration {
 	return time.Duration(max(s.cfg.SyncLimit, 1)*s.cfg.TickTime) * time.Millisecond
 }
 
-// waitServing marks the server ready once the replicated state is current,
-// retrying while there is no quorum. With readonlymode.enabled, a member
-// that waits longer than readOnlyDelay serves read-only clients meanwhile,
-// until it has a quorum again (readonly.go).
+// waitServing marks the server ready once it is not fenced and the
+// replicated state is current, retrying while there is no quorum.
 func (s *Server) waitServing(ctx context.Context) {
-	stopReadOnly := s.startReadOnlyTimer(ctx)
 	for ctx.Err() == nil {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := s.node.WaitReady(wctx)
-		cancel()
-		if err == nil {
-			stopReadOnly() // read-only clients are gone before read-write ones come
-			s.markServing()
+		s.waitUnfenced(ctx)
+		if s.catchUp(ctx) {
 			return
 		}
-		s.log.Info("waiting for a quorum", "err", err)
 	}
-	stopReadOnly()
 }
 
-// markServing sets the config node and opens the doors to clients.
-func (s *Server) markServing() {
-	// The configuration files seed /zookeeper/config once; after that it is
-	// replicated state that reconfig changes.
-	if data, _, _ := s.node.Tree().GetData(configPath, nil, nil); len(data) == 0 {
-		if text := dynamicConfigText(s.cfg); text != nil {
-			s.node.Tree().SetConfigNode(text, 0, time.Now().UnixMilli())
+// waitUnfenced returns at once when this member is not fenced. A fenced
+// member logs why, at ERROR, and waits until the fence is lifted or ctx
+// ends, serving nobody meanwhile.
+func (s *Server) waitUnfenced(ctx context.Context) {
+	fenced := s.node.Fenced()
+	if fenced == nil {
+		return
+	}
+	s.log.Error("fenced: this member's data disagrees with the ensemble's; serving no client", "reason", fenced)
+	tick := time.NewTicker(s.checkPeriod())
+	defer tick.Stop()
+	for fenced != nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
-	} else {
+		fenced = s.node.Fenced()
+	}
+	s.log.Info("fence lifted")
+}
+
+// catchUp waits until the replicated state is current and opens the doors
+// (true). With readonlymode.enabled, a member that waits longer than
+// readOnlyDelay serves read-only clients meanwhile (readonly.go). It gives
+// up (false) when ctx ends or this member is fenced, ending read-only mode
+// first: a fenced member serves nobody.
+func (s *Server) catchUp(ctx context.Context) bool {
+	fctx, cancel := s.untilFenced(ctx)
+	defer cancel()
+	stopReadOnly := s.startReadOnlyTimer(fctx)
+	defer stopReadOnly()
+	for fctx.Err() == nil {
+		wctx, cancelWait := context.WithTimeout(fctx, 5*time.Second)
+		err := s.node.WaitReady(wctx)
+		cancelWait()
+		switch {
+		case err == nil && s.node.Fenced() == nil:
+			stopReadOnly() // read-only clients are gone before read-write ones come
+			s.markServing()
+			return true
+		case err == nil:
+			return false
+		case fctx.Err() == nil:
+			s.log.Info("waiting for a quorum", "err", err)
+		}
+	}
+	return false
+}
+
+// untilFenced returns a context that ends with ctx, or when this member is
+// fenced (checked every half tick).
+func (s *Server) untilFenced(ctx context.Context) (context.Context, context.CancelFunc) {
+	fctx, cancel := context.WithCancel(ctx)
+	go func() {
+		tick := time.NewTicker(s.checkPeriod())
+		defer tick.Stop()
+		for s.node.Fenced() == nil {
+			select {
+			case <-fctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		cancel()
+	}()
+	return fctx, cancel
+}
+
+// markServing opens the doors to clients. The configuration files seed
+// /zookeeper/config once, through the log (seedConfig); after that it is
+// replicated state that reconfig changes, and each member learns its
+// server lines from it.
+func (s *Server) markServing() {
+	data := s.configData()
+	if len(data) > 0 {
 		s.learnConfig(data)
 	}
 	s.serving.Store(true)
 	s.log.Info("serving clients", "mode", s.node.Role(), "zxid", hexID(s.node.LastZxid()))
+	if len(data) == 0 {
+		s.seedConfig()
+	}
+}
+
+// configData is /zookeeper/config's data in the local tree.
+func (s *Server) configData() []byte {
+	data, _, _ := s.node.Tree().GetData(configPath, nil, nil)
+	return data
+}
+
+// seedConfig has the leader of an ensemble propose the configuration
+// files' server lines as /zookeeper/config's first value: an OpInitConfig
+// transaction of the server's own (session 0, as the reaper's), which
+// every member applies from the log, and only while the node is still
+// empty, so a second seed changes nothing. The apply hook learns the
+// applied text (observer.go). Followers and a standalone server propose
+// nothing; a new leader seeds again if the node is still empty
+// (followLeadership).
+func (s *Server) seedConfig() {
+	text := dynamicConfigText(s.cfg)
+	if text == nil || !s.node.IsLeader() {
+		return
+	}
+	ch := s.node.Submit(&txnlog.Txn{Tree: datatree.Txn{Type: txnlog.OpInitConfig,
+		Request: &jute.SetDataRequest{Path: configPath, Data: text, Version: -1}}})
+	s.goAndTrack(func() {
+		select {
+		case out := <-ch:
+			if out.Err != nil {
+				s.log.Warn("/zookeeper/config not seeded; the next leader will", "err", out.Err)
+			}
+		case <-s.ctx.Done():
+		}
+	})
 }

@@ -28,11 +28,9 @@ func (o *observer) Applied(txn *txnlog.Txn, zxid int64, res *datatree.Result) {
 	switch txn.Tree.Type {
 	case jute.OpCreateSession:
 		s.tracker.Add(txn.Tree.SessionID, time.Duration(txn.Timeout)*time.Millisecond)
-	case txnlog.OpSetConfig:
-		if res.Err == jute.OK {
-			if r, ok := res.Response.(*jute.GetDataResponse); ok {
-				s.learnConfig(r.Data)
-			}
+	case txnlog.OpSetConfig, txnlog.OpInitConfig:
+		if text := appliedConfig(txn, res); text != nil {
+			s.learnConfig(text)
 		}
 	case jute.OpCloseSession:
 		s.tracker.Remove(txn.Tree.SessionID)
@@ -42,6 +40,24 @@ func (o *observer) Applied(txn *txnlog.Txn, zxid int64, res *datatree.Result) {
 			go c.abort("session closed")
 		}
 	}
+}
+
+// appliedConfig is the configuration text a reconfig (OpSetConfig: the
+// node's new data is the Response) or the leader's seed of the
+// configuration files (OpInitConfig, ensemble.go seedConfig: the request's
+// text, set only while the node was empty) put in /zookeeper/config; nil
+// when the transaction failed or set nothing.
+func appliedConfig(txn *txnlog.Txn, res *datatree.Result) []byte {
+	if res.Err != jute.OK {
+		return nil
+	}
+	if r, ok := res.Response.(*jute.GetDataResponse); ok {
+		return r.Data
+	}
+	if r, ok := txn.Tree.Request.(*jute.SetDataRequest); ok && txn.Tree.Type == txnlog.OpInitConfig {
+		return r.Data
+	}
+	return nil
 }
 
 // Restored is called when a snapshot replaced the state; connections whose

@@ -36,6 +36,7 @@ type Replica interface {
 
 	ensembleView
 	figures
+	integrity
 }
 
 // ensembleView is the leadership and membership side of a Replica.
@@ -59,6 +60,20 @@ type ensembleView interface {
 type figures interface {
 	ProposalSizes() (last, min, max int64)
 	SlowLogSyncs() int64
+}
+
+// integrity is whether this member's state agrees with the ensemble's:
+// the digest records it keeps, as ZooKeeper's digest log (hash, mntr's
+// zk_digest_mismatches_count), and the fence that stops it serving when
+// it does not agree (replication/digest.go).
+type integrity interface {
+	// Digests are the recent digest records, oldest first.
+	Digests() []replication.DigestRecord
+	// DigestMismatches counts the checkpoints at which this member's
+	// digest differed from the leader's.
+	DigestMismatches() int64
+	// Fenced says why this member must serve no client, nil while it may.
+	Fenced() error
 }
 
 var _ Replica = (*replication.Node)(nil)

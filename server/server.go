@@ -183,6 +183,8 @@ func New(opts Options) (*Server, error) {
 		ForwardTimeout:        time.Duration(cfg.InitLimit*cfg.TickTime) * time.Millisecond,
 		OnTouch:               s.onTouch,
 		Join:                  cfg.Join,
+		ForceNewEnsemble:      cfg.ForceNewEnsemble,
+		DigestInterval:        millis(int64(cfg.DigestIntervalMs)),
 		LogStore:              cfg.LogStore,
 		FsyncWarningThreshold: millis(cfg.FsyncWarningThresholdMs),
 		OnLogSync:             s.observeLogSync,
@@ -218,7 +220,8 @@ func treeConfig(cfg conf.Config, authReg *acl.Registry) datatree.Config {
 // Start opens the client port and serves. A standalone server first waits
 // until its replicated state is current; an ensemble member returns at once
 // and refuses clients until it has a quorum and has caught up (use
-// WaitServing to wait for that).
+// WaitServing to wait for that). Either refuses clients while it is fenced
+// (superviseServing).
 func (s *Server) Start(ctx context.Context) error {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if !s.node.Clustered() {
@@ -248,10 +251,10 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.node.Clustered() {
 		s.goAndTrack(func() { s.reportTouches(s.ctx) })
 		s.goAndTrack(func() { s.followLeadership(s.ctx) })
-		s.goAndTrack(func() { s.superviseServing(s.ctx) })
-	} else {
-		s.markServing()
+	} else if s.servingTrouble() == nil {
+		s.markServing() // a fenced one waits in superviseServing
 	}
+	s.goAndTrack(func() { s.superviseServing(s.ctx) }) // ensemble.go
 	s.log.Info("client port open", "addr", ln.Addr().String())
 	return nil
 }

@@ -177,6 +177,9 @@ func TestQuorumTLSRefusesUntrustedMember(t *testing.T) {
 			issuer = stranger // trusts the quorum CA, but its own certificate is not
 		}
 		pki.useTLS(t, cfg, issuer, true, false)
+		// A new ensemble one of whose members never answers starts
+		// only when told to (docs/operations.md, "Seeding and growing").
+		cfg.ForceNewEnsemble = true
 	})
 	e.launch(2)
 	e.replicates(0, 1, "/trusted")
@@ -229,7 +232,9 @@ func useQuorumSASL(cfg *conf.Config, jaas string, require bool) {
 // wrongPasswordEnsemble configures three members with quorum SASL
 // (learnerRequireSasl and serverRequireSasl as require) whose third
 // member's QuorumLearner password is wrong.
-func wrongPasswordEnsemble(t *testing.T, require bool) *securedEnsemble {
+// force lets the two members that can log in found the new ensemble
+// without the third (forceNewEnsemble).
+func wrongPasswordEnsemble(t *testing.T, require, force bool) *securedEnsemble {
 	right, wrong := writeQuorumJAAS(t, "quorum-secret"), writeQuorumJAAS(t, "not-the-secret")
 	return newSecuredEnsemble(t, func(i int, cfg *conf.Config) {
 		jaas := right
@@ -237,11 +242,12 @@ func wrongPasswordEnsemble(t *testing.T, require bool) *securedEnsemble {
 			jaas = wrong
 		}
 		useQuorumSASL(cfg, jaas, require)
+		cfg.ForceNewEnsemble = force
 	})
 }
 
 func TestQuorumSASLRefusesAWrongPassword(t *testing.T) {
-	e := wrongPasswordEnsemble(t, true)
+	e := wrongPasswordEnsemble(t, true, true)
 	e.launch(2)
 	e.replicates(0, 1, "/sasl")
 	e.logged("a member refusing member 3's login", []int{0, 1}, "level=WARN", `wrong password for \"zkpeer\"`)
@@ -256,7 +262,7 @@ func TestQuorumSASLWithoutRequireLetsEveryMemberIn(t *testing.T) {
 	// quorum.auth.enableSasl without learnerRequireSasl: members do not
 	// log in, so even a wrong QuorumLearner password joins (ZooKeeper's
 	// first rolling-upgrade step).
-	e := wrongPasswordEnsemble(t, false)
+	e := wrongPasswordEnsemble(t, false, false)
 	e.launch(3)
 	e.replicates(0, 2, "/open")
 	e.replicates(2, 1, "/open2")

@@ -27,6 +27,8 @@ type runFlags struct {
 	logLevel   string
 	logFormat  string
 	pprofAddr  string
+	// forceNewEnsemble: see conf.Config.ForceNewEnsemble.
+	forceNewEnsemble bool
 }
 
 // newRootCommand builds the command tree; nothing is global.
@@ -52,6 +54,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.clientPort, "client-port", 0, "client port (overrides clientPort; default 2181)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.BoolVar(&f.forceNewEnsemble, "force-new-ensemble", false, "an empty ensemble member bootstraps a new ensemble although some listed members do not answer (see docs/operations.md)")
 	fl.StringVar(&f.pprofAddr, "pprof", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	root.AddCommand(newVersionCommand(), newClusterCommand(stderr), newHealthcheckCommand(&f), newPrintConfigCommand())
 	root.AddCommand(newImportCommand(stderr))
@@ -117,6 +120,9 @@ func loadConfig(cmd *cobra.Command, f runFlags, logger *slog.Logger) (conf.Confi
 	}
 	if cmd.Flags().Changed("client-port") {
 		cfg.ClientPort = f.clientPort
+	}
+	if f.forceNewEnsemble {
+		cfg.ForceNewEnsemble = true
 	}
 	if cfg.DataLogDir == "" {
 		cfg.DataLogDir = cfg.DataDir

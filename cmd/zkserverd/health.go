@@ -13,10 +13,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/server/ops"
 )
 
+// healthTimeout bounds the whole health check; the image's HEALTHCHECK
+// allows 5 s.
+const healthTimeout = 4 * time.Second
+
 // newHealthcheckCommand checks the local server the way the Docker
-// HEALTHCHECK needs: srvr (always allowed) must report a serving mode.
+// HEALTHCHECK needs: healthy means serving (healthcheck).
 func newHealthcheckCommand(f *runFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "healthcheck",
@@ -27,7 +32,7 @@ func newHealthcheckCommand(f *runFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			mode, err := probeMode(localAddr(cfg.ClientAddr()), 3*time.Second)
+			mode, err := healthcheck(localAddr(cfg.ClientAddr()), healthTimeout)
 			if err != nil {
 				return err
 			}
@@ -35,6 +40,26 @@ func newHealthcheckCommand(f *runFlags) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// healthcheck reports whether the server at addr serves clients, and its
+// mode: srvr (always allowed) must report a serving mode, which a member
+// without a quorum or a fenced one does not, and a real session must be
+// created and closed (ops.ProbeSession), which a member that answers srvr
+// but cannot commit does not. A session that was created but could not be
+// closed (enforced SASL authentication refuses closeSession) still counts
+// as serving.
+func healthcheck(addr string, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	mode, err := probeMode(addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	_, err = ops.ProbeSession(addr, time.Until(deadline))
+	if err != nil && !errors.Is(err, ops.ErrSessionNotClosed) {
+		return "", fmt.Errorf("healthcheck: not serving: srvr says %s, but %w", mode, err)
+	}
+	return mode, nil
 }
 
 // localAddr turns a bind address into one to dial on this machine.

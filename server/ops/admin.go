@@ -144,7 +144,7 @@ func (h *adminHandler) run(name string, args url.Values) string {
 	if cmd == nil {
 		return encodeJSON(jsonObject{{"command", name}, {"error", "Unknown command: " + name}})
 	}
-	if cmd.serverRequired && !h.o.st.Serving() && !h.o.st.ReadOnly() {
+	if cmd.serverRequired && !h.o.serving() {
 		return encodeJSON(jsonObject{{"command", name}, {"error", notServingError}})
 	}
 	fields, errMsg := cmd.run(h.o, args)
@@ -317,10 +317,18 @@ func (o *Surfaces) adminSetTraceMask(args url.Values) (jsonObject, string) {
 	return jsonObject{{"tracemask", mask}}, ""
 }
 
-// adminHash lists the digest log, which zkserverd does not keep (hash
-// prints nothing either).
+// adminHash lists the digest log as ZooKeeper 3.9's hash command does,
+// oldest first: per record the zxid and the digest (a Java long there, so
+// ours reads as signed) under ZxidDigest's names, then zkserverd's own
+// index, the log position every member records at (records with the same
+// index must have the same digest on every member). ZooKeeper's
+// digest_version is left out: these digests are not computed its way.
 func (o *Surfaces) adminHash(url.Values) (jsonObject, string) {
-	return jsonObject{{"digests", jsonArray{}}}, ""
+	digests := jsonArray{}
+	for _, d := range o.st.Replica().Digests() {
+		digests = append(digests, jsonObject{{"zxid", d.Zxid}, {"digest", int64(d.Digest)}, {"index", int64(d.Index)}})
+	}
+	return jsonObject{{"digests", digests}}, ""
 }
 
 // adminInitialConfiguration is null: the server is not given the text of

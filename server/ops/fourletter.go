@@ -31,7 +31,7 @@ const traceMask = 306
 // fourLetter renders one command. in is the rest of the asking
 // connection's input (stmk reads its mask from it).
 func (o *Surfaces) fourLetter(cmd string, secure bool, w *strings.Builder, in io.Reader) {
-	if !o.st.Serving() && !o.st.ReadOnly() {
+	if !o.serving() {
 		switch cmd {
 		case "ruok":
 			w.WriteString("imok")
@@ -94,6 +94,23 @@ func (o *Surfaces) fourLetter(cmd string, secure bool, w *strings.Builder, in io
 			w.WriteString(strconv.FormatInt(int64(binary.BigEndian.Uint64(mask[:])), 10))
 		}
 	case "hash":
+		o.writeHash(w)
+	}
+}
+
+// serving reports whether the server serves clients, read-write or
+// read-only. A fenced member serves nobody, and says so from the moment
+// it is fenced, before its serving supervisor has closed the doors.
+func (o *Surfaces) serving() bool {
+	return (o.st.Serving() || o.st.ReadOnly()) && o.st.Replica().Fenced() == nil
+}
+
+// writeHash lists the digest log as ZooKeeper 3.9's hash does: one
+// "<zxid in hex>: <digest>" line per record, oldest first, the digest in
+// decimal as the Java long ZooKeeper keeps (so ours reads as signed).
+func (o *Surfaces) writeHash(w *strings.Builder) {
+	for _, d := range o.st.Replica().Digests() {
+		fmt.Fprintf(w, "%x: %d\n", uint64(d.Zxid), int64(d.Digest))
 	}
 }
 
@@ -317,6 +334,7 @@ func (o *Surfaces) monitorValues() []keyValue {
 		{"outstanding_tls_handshake", "0"},
 		{"min_client_response_size", i(minResp)},
 		{"non_mtls_local_conn_count", "0"},
+		{"digest_mismatches_count", i(o.st.Replica().DigestMismatches())},
 		{"slow_client_disconnects", i(st.SlowDisconnects)},
 		{"connection_panics", i(st.ConnectionPanics)},
 	}

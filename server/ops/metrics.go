@@ -38,6 +38,11 @@ var ErrNoGatherer = errors.New("ops: /metrics needs a Gatherer: Options.Register
 // (contain.go); mntr shows it as zk_connection_panics.
 const connectionPanicsMetric = "connection_panics"
 
+// digestMismatchesMetric counts the checkpoints at which this member's
+// digest differed from the leader's, under ZooKeeper's name; mntr shows it
+// as zk_digest_mismatches_count.
+const digestMismatchesMetric = "digest_mismatches_count"
+
 // summaryMaxAge is the window of the latency summaries' quantiles:
 // ZooKeeper's Prometheus provider rotates its sketches every 60 seconds.
 const summaryMaxAge = time.Minute
@@ -105,6 +110,18 @@ func (o *Surfaces) gauges() []gaugeSpec {
 	}
 }
 
+// counters are the series that only grow, read on each scrape.
+func (o *Surfaces) counters() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: connectionPanicsMetric,
+			Help: "Panics while serving one client's requests; each closed that connection only (zkserverd's own)."},
+			func() float64 { return float64(o.st.Stats().ConnectionPanics) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: digestMismatchesMetric,
+			Help: "Checkpoints at which this member's tree digest differed from the leader's."},
+			func() float64 { return float64(o.st.Replica().DigestMismatches()) }),
+	}
+}
+
 // registerMetrics registers the gauges, the summaries and, unless
 // metricsProvider.exportJvmInfo is false, the Go runtime and process
 // collectors. Runtime collectors a caller's registry already has are
@@ -114,10 +131,8 @@ func (o *Surfaces) registerMetrics() error {
 	for _, g := range o.gauges() {
 		own = append(own, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, g.value))
 	}
-	own = append(own, o.metrics.readLatency, o.metrics.updateLatency, o.metrics.fsyncTime,
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: connectionPanicsMetric,
-			Help: "Panics while serving one client's requests; each closed that connection only (zkserverd's own)."},
-			func() float64 { return float64(o.st.Stats().ConnectionPanics) }))
+	own = append(own, o.metrics.readLatency, o.metrics.updateLatency, o.metrics.fsyncTime)
+	own = append(own, o.counters()...)
 	var runtime []prometheus.Collector
 	if exportRuntimeMetrics(o.cfg.Extra) {
 		runtime = append(runtime, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

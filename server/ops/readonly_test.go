@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/replication"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/session"
 	"github.com/zkserverd/zkserverd/watch"
@@ -19,8 +20,11 @@ import (
 // it; methods the surfaces do not call panic through the nil interface.
 type fakeReplica struct {
 	server.Replica
-	tree     *datatree.Tree
-	sessions *session.Table
+	tree       *datatree.Tree
+	sessions   *session.Table
+	digests    []replication.DigestRecord
+	mismatches int64
+	fenced     error
 }
 
 func (r fakeReplica) Tree() *datatree.Tree                  { return r.tree }
@@ -32,6 +36,9 @@ func (r fakeReplica) Leader() int64                         { return 0 }
 func (r fakeReplica) Role() string                          { return "looking" }
 func (r fakeReplica) SlowLogSyncs() int64                   { return 0 }
 func (r fakeReplica) ProposalSizes() (last, min, max int64) { return -1, -1, -1 }
+func (r fakeReplica) Digests() []replication.DigestRecord   { return r.digests }
+func (r fakeReplica) DigestMismatches() int64               { return r.mismatches }
+func (r fakeReplica) Fenced() error                         { return r.fenced }
 
 // readOnlyState is a member serving read-only clients without a quorum.
 type readOnlyState struct {

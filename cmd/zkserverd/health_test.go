@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkserverd/zkserverd/internal/testutil"
+	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/server"
+	"github.com/zkserverd/zkserverd/server/servertest"
+)
+
+// fakeMember answers srvr with srvrReply and a connect request with
+// connect (nil: it closes the connection), and a closeSession with
+// closeCode. It serves until the test ends.
+type fakeMember struct {
+	srvrReply string
+	connect   *jute.ConnectResponse
+	closeCode jute.Code
+}
+
+// listen starts the member and returns its address.
+func (m fakeMember) listen(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go m.serve(c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// serve answers one connection: a four-letter word, or a session.
+func (m fakeMember) serve(c net.Conn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	head, err := br.Peek(4)
+	if err != nil {
+		return
+	}
+	if string(head) == "srvr" {
+		io.WriteString(c, m.srvrReply)
+		return
+	}
+	if _, err := jute.ReadFrame(br, 1<<20, nil); err != nil || m.connect == nil {
+		return
+	}
+	c.Write(jute.AppendFrame(nil, m.connect))
+	frame, err := jute.ReadFrame(br, 1<<20, nil)
+	if err != nil {
+		return
+	}
+	var h jute.RequestHeader
+	h.Decode(jute.NewDecoder(frame))
+	if h.Type == jute.OpCloseSession {
+		c.Write(jute.AppendFrame(nil, &jute.ReplyHeader{Xid: h.Xid, Err: m.closeCode}))
+	}
+}
+
+// TestHealthcheck: healthy means srvr reports a serving mode and a session
+// can be created; a session the member cannot close still counts.
+func TestHealthcheck(t *testing.T) {
+	const follower = "Zookeeper version: x\nMode: follower\nNode count: 5\n"
+	session := &jute.ConnectResponse{TimeOut: 4000, SessionID: 0x42, Passwd: make([]byte, 16)}
+	cases := []struct {
+		name    string
+		member  fakeMember
+		wantErr string // "" for healthy
+	}{
+		{"serving", fakeMember{srvrReply: follower, connect: session}, ""},
+		{"close refused", fakeMember{srvrReply: follower, connect: session, closeCode: jute.SessionClosedRequireSaslAuth}, ""},
+		{"no quorum or fenced", fakeMember{srvrReply: "This ZooKeeper instance is not currently serving requests\n", connect: session},
+			"not currently serving requests"},
+		{"read-only", fakeMember{srvrReply: "Mode: read-only\n", connect: session}, `mode "read-only"`},
+		{"connect closed", fakeMember{srvrReply: follower}, "srvr says follower, but ops: session probe: no session created"},
+		{"session id 0", fakeMember{srvrReply: follower, connect: &jute.ConnectResponse{Passwd: make([]byte, 16)}},
+			"the server answered session id 0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mode, err := healthcheck(tc.member.listen(t), 2*time.Second)
+			switch {
+			case tc.wantErr == "" && (err != nil || mode != "follower"):
+				t.Fatalf("healthcheck = %q, %v; want follower", mode, err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("healthcheck = %q, %v; want an error containing %q", mode, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestHealthcheckAgainstServer runs the check against an in-process
+// server: it passes and closes its session (the session timeout is too
+// long for it to expire meanwhile), and it fails once the server still
+// answers srvr but can no longer create sessions (its replicated state is
+// closed under it).
+func TestHealthcheckAgainstServer(t *testing.T) {
+	cfg := testutil.Config(t.TempDir())
+	cfg.ForceSync = false
+	cfg.MinSessionTimeout = 60000
+	cfg.MaxSessionTimeout = 60000
+	srv := servertest.Start(t, server.Options{Config: cfg})
+	addr := srv.Addr().String()
+	if mode, err := healthcheck(addr, 2*time.Second); err != nil || mode != "standalone" {
+		t.Fatalf("healthcheck = %q, %v; want standalone", mode, err)
+	}
+	testutil.Eventually(t, 5*time.Second, "the probe's session to be closed", func() bool {
+		return srv.Replica().Sessions().Len() == 0
+	})
+
+	srv.Replica().Close()
+	if got := testutil.FourLetterLine(addr, "srvr", "Mode: "); got != "standalone" {
+		t.Fatalf("srvr Mode %q after the replicated state closed, want standalone", got)
+	}
+	_, err := healthcheck(addr, 2*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "no session created") {
+		t.Fatalf("healthcheck of a server that cannot create sessions: %v", err)
+	}
+}
