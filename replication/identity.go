@@ -30,8 +30,12 @@ import (
 // of a build before identities) is accepted: the log or a snapshot it
 // receives then tells it which ensemble it joined.
 
-// ensembleKey is the stable-store key of the member's ensemble id.
-var ensembleKey = []byte("zkserverdEnsembleID")
+// ensembleKey is the stable-store key of the member's ensemble id, and
+// memberKey that of the server id the data directory was written as.
+var (
+	ensembleKey = []byte("zkserverdEnsembleID")
+	memberKey   = []byte("zkserverdServerID")
+)
 
 // ErrForeignEnsemble is wrapped by the errors for a peer, a snapshot or
 // an entry of another ensemble.
@@ -63,6 +67,23 @@ func (i *identity) load(stable raft.StableStore) error {
 		return fmt.Errorf("replication: stored ensemble id has %d bytes", len(b))
 	}
 	copy(i.id[:], b)
+	return nil
+}
+
+// checkMember records the server id a data directory is written as, and
+// refuses to open it as another member's: raft's vote and log would then
+// speak for a member that never cast or wrote them.
+func checkMember(stable raft.StableStore, id int64) error {
+	recorded, err := stable.GetUint64(memberKey)
+	if err != nil || recorded == 0 {
+		if err := stable.SetUint64(memberKey, uint64(id)); err != nil {
+			return fmt.Errorf("replication: record the server id: %w", err)
+		}
+		return nil
+	}
+	if recorded != uint64(id) {
+		return fmt.Errorf("replication: this data directory belongs to server %d, but this member is server %d (myid): give each member its own data directory, or empty it to have the member join afresh", recorded, id)
+	}
 	return nil
 }
 

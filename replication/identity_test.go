@@ -266,3 +266,24 @@ func FuzzDecodeMemberStatus(f *testing.F) {
 		}
 	})
 }
+
+// A data directory opens only as the member that wrote it.
+func TestDataDirectoryOfAnotherMemberRefused(t *testing.T) {
+	dir := t.TempDir()
+	n, err := Open(Config{ServerID: 1, DataDir: dir, ForceSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	if n, err := Open(Config{ServerID: 2, DataDir: dir, ForceSync: true}); err == nil || !strings.Contains(err.Error(), "belongs to server 1") {
+		if n != nil {
+			n.Close()
+		}
+		t.Fatalf("opened member 1's directory as member 2: %v", err)
+	}
+	n, err = Open(Config{ServerID: 1, DataDir: dir, ForceSync: true})
+	if err != nil {
+		t.Fatalf("member 1 reopening its directory: %v", err)
+	}
+	n.Close()
+}

@@ -342,6 +342,9 @@ func (n *Node) startRaft() error {
 	if err := n.ident.load(stable); err != nil {
 		return err
 	}
+	if err := checkMember(stable, n.cfg.ServerID); err != nil {
+		return err
+	}
 	if !n.cfg.InMemory {
 		n.digests.loadFence(n.log, n.cfg.DataDir)
 	}
@@ -641,11 +644,14 @@ func chooseLogStore(configured, logDir string) (string, error) {
 // WaitReady waits until this member can serve: a standalone server until it
 // leads and has applied its whole log; an ensemble member until a leader is
 // known and it has applied everything the leader had, so reads see all
-// acknowledged writes.
+// acknowledged writes (and, when it started empty, it knows its ensemble).
 func (n *Node) WaitReady(ctx context.Context) error {
 	if n.clustered() {
 		for {
-			if _, id := n.raft.LeaderWithID(); id != "" {
+			// A member that started empty serves only once it has the
+			// ensemble's state, which names the ensemble.
+			joined := !n.startedEmpty || !n.ident.get().IsZero()
+			if _, id := n.raft.LeaderWithID(); id != "" && joined {
 				if err := n.Sync(ctx); err == nil {
 					return nil
 				} else if ctx.Err() != nil {

@@ -74,6 +74,15 @@ func (n *Node) seed(tree *datatree.Tree, lastZxid int64) (int64, error) {
 		Sessions:       session.NewTable(),
 		Tree:           tree,
 	})
+	// The log's entries (the bootstrap's configuration, a no-op) do not
+	// rebuild the installed state: compact all of them into the snapshot,
+	// so that a member joining this data directory's ensemble later is
+	// sent the snapshot, never a replay of the log from its start.
+	reload := n.raft.ReloadableConfig()
+	reload.TrailingLogs = 0
+	if err := n.raft.ReloadConfig(reload); err != nil {
+		return 0, fmt.Errorf("replication: seed: %w", err)
+	}
 	snap := n.raft.Snapshot()
 	if err := snap.Error(); err != nil {
 		return 0, fmt.Errorf("replication: seed: snapshot: %w", err)
