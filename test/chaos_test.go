@@ -17,6 +17,7 @@ import (
 
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/internal/testutil"
+	"github.com/zkserverd/zkserverd/replication"
 )
 
 // The chaos test runs an ensemble whose members reach each other through
@@ -445,6 +446,7 @@ func (r *chaosRun) check(admin *chaosClient) {
 		}
 	}
 	r.finalReads(admin)
+	r.checkDigests()
 	r.checkSessions(admin)
 	r.checkProgress()
 	r.mu.Lock()
@@ -496,6 +498,139 @@ func (r *chaosRun) finalReads(admin *chaosClient) {
 	r.mu.Unlock()
 	if ctr < ok || ctr > ok+unknown {
 		r.problem("acknowledged writes", fmt.Sprintf("counter is %d after %d acknowledged and %d unknown increments", ctr, ok, unknown))
+	}
+}
+
+// checkDigests: the members' digest records (replication/digest.go, the
+// server's Replica().Digests()) agree. Records of one checkpoint (equal
+// Index) carry the same Zxid and Digest on every member that has one; at
+// least one checkpoint was recorded by every running member (waited for,
+// up to 15 s: the leader appends one every digest interval in which the
+// tree changed); and no member is fenced or counted a digest mismatch.
+func (r *chaosRun) checkDigests() {
+	var members []int
+	for i := range r.e.Size() {
+		if r.e.Running(i) {
+			members = append(members, i)
+		}
+	}
+	var records [][]replication.DigestRecord
+	var common []uint64
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		records = records[:0]
+		for _, i := range members {
+			records = append(records, r.e.Member(i).Replica().Digests())
+		}
+		common = commonDigestIndexes(records)
+		if len(common) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(common) == 0 {
+		var counts []string
+		for k, i := range members {
+			counts = append(counts, fmt.Sprintf("member %d: %d", i+1, len(records[k])))
+		}
+		r.problem("digests", fmt.Sprintf("no checkpoint recorded by every running member within 15s (records: %s)", strings.Join(counts, ", ")))
+	}
+	for _, msg := range digestDisagreements(plusOne(members), records) {
+		r.problem("digests", msg)
+	}
+	for _, i := range members {
+		rep := r.e.Member(i).Replica()
+		if err := rep.Fenced(); err != nil {
+			r.problem("digests", fmt.Sprintf("member %d is fenced: %v", i+1, err))
+		}
+		if n := rep.DigestMismatches(); n != 0 {
+			r.problem("digests", fmt.Sprintf("member %d counted %d digest mismatches", i+1, n))
+		}
+	}
+	if len(common) > 0 {
+		r.t.Logf("chaos: digest records agree; %d checkpoints recorded by all %d running members, the last at index %d",
+			len(common), len(members), common[len(common)-1])
+	}
+}
+
+// commonDigestIndexes returns, in order, the indexes of the checkpoints
+// that every one of records (one member's each) holds.
+func commonDigestIndexes(records [][]replication.DigestRecord) []uint64 {
+	if len(records) == 0 {
+		return nil
+	}
+	count := map[uint64]int{}
+	for _, recs := range records {
+		seen := map[uint64]bool{}
+		for _, rec := range recs {
+			if !seen[rec.Index] {
+				seen[rec.Index] = true
+				count[rec.Index]++
+			}
+		}
+	}
+	var out []uint64
+	for index, n := range count {
+		if n == len(records) {
+			out = append(out, index)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// digestDisagreements compares the records of members (ids[k] holds
+// records[k]): every record must equal each other member's record of the
+// same Index (Zxid and Digest), and a member holds one record per Index.
+func digestDisagreements(ids []int, records [][]replication.DigestRecord) []string {
+	type first struct {
+		id  int
+		rec replication.DigestRecord
+	}
+	byIndex := map[uint64]first{}
+	var out []string
+	for k, recs := range records {
+		own := map[uint64]bool{}
+		for _, rec := range recs {
+			if own[rec.Index] {
+				out = append(out, fmt.Sprintf("member %d holds two records of checkpoint %d", ids[k], rec.Index))
+			}
+			own[rec.Index] = true
+			f, ok := byIndex[rec.Index]
+			switch {
+			case !ok:
+				byIndex[rec.Index] = first{ids[k], rec}
+			case f.rec != rec:
+				out = append(out, fmt.Sprintf("checkpoint at index %d: member %d recorded zxid %#x digest %016x, member %d zxid %#x digest %016x",
+					rec.Index, f.id, f.rec.Zxid, f.rec.Digest, ids[k], rec.Zxid, rec.Digest))
+			}
+		}
+	}
+	return out
+}
+
+// TestDigestComparison: the chaos test's digest check finds the common
+// checkpoints and every disagreement.
+func TestDigestComparison(t *testing.T) {
+	rec := func(index uint64, zxid int64, digest uint64) replication.DigestRecord {
+		return replication.DigestRecord{Index: index, Zxid: zxid, Digest: digest}
+	}
+	a := []replication.DigestRecord{rec(10, 5, 0xaa), rec(20, 9, 0xbb), rec(30, 12, 0xcc)}
+	b := []replication.DigestRecord{rec(20, 9, 0xbb), rec(30, 12, 0xcc)}
+	c := []replication.DigestRecord{rec(30, 12, 0xcc), rec(40, 15, 0xdd)}
+	if got := commonDigestIndexes([][]replication.DigestRecord{a, b, c}); !slices.Equal(got, []uint64{30}) {
+		t.Errorf("common indexes %v, want [30]", got)
+	}
+	if got := commonDigestIndexes([][]replication.DigestRecord{a, {rec(40, 15, 0xdd)}}); len(got) != 0 {
+		t.Errorf("common indexes %v, want none", got)
+	}
+	if got := digestDisagreements([]int{1, 2, 3}, [][]replication.DigestRecord{a, b, c}); len(got) != 0 {
+		t.Errorf("agreeing records reported: %v", got)
+	}
+	badDigest := []replication.DigestRecord{rec(20, 9, 0xbe)}
+	badZxid := []replication.DigestRecord{rec(30, 13, 0xcc)}
+	twice := []replication.DigestRecord{rec(10, 5, 0xaa), rec(10, 5, 0xaa)}
+	got := digestDisagreements([]int{1, 2, 3, 4}, [][]replication.DigestRecord{a, badDigest, badZxid, twice})
+	if len(got) != 3 {
+		t.Errorf("%d disagreements reported, want 3: %v", len(got), got)
 	}
 }
 
