@@ -1,6 +1,7 @@
 # zkserverd developer targets.
 #
-#   make test              the whole test suite under the race detector (go test -race ./...)
+#   make test              the whole test suite under the race detector (go test -race ./...),
+#                          then the tests that need the test-only hooks (build tag testhooks)
 #   make lint              go vet, gofmt and staticcheck
 #   make compat            stock clients (zkCli, Java API, Curator, C cli_mt, kazoo,
 #                          go-zookeeper) against zkserverd; ends with "N passed, M failed"
@@ -46,6 +47,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 test:
 	$(GO) test -race -timeout 30m ./...
+	$(GO) test -race -tags testhooks -run 'ForTest|Divergence' ./datatree/ ./replication/
 
 lint:
 	$(GO) vet ./...
