@@ -287,3 +287,30 @@ func TestDataDirectoryOfAnotherMemberRefused(t *testing.T) {
 	}
 	n.Close()
 }
+
+// A member whose log records another membership than its server lines
+// says so, naming both, and keeps the log's.
+func TestMembershipDifferingFromLinesIsNamed(t *testing.T) {
+	c := newTestCluster(t, 3)
+	follower := (c.leader() + 1) % 3
+	c.nodes[follower].Close()
+	logger, logs := testutil.CaptureLogger(t, slog.LevelInfo)
+	c.cfgHook = func(cfg *Config) {
+		cfg.Logger = logger
+		extra := Peer{ID: 4, RaftAddr: freeAddr(t), ForwardAddr: freeAddr(t)}
+		cfg.Peers = append(append([]Peer(nil), c.peers...), extra)
+	}
+	c.start(follower)
+	if lines := logs.Lines("level=WARN", "differs from its configuration's server lines", "log_membership=1,2,3", "configured=1,2,3,4"); len(lines) != 1 {
+		t.Fatalf("want one WARN naming both memberships, got %q", logs.String())
+	}
+	c.cfgHook = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := c.nodes[follower].WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.nodes[c.leader()].Membership(); m.Followers != 2 {
+		t.Fatalf("membership changed: %+v", m)
+	}
+}
