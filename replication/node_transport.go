@@ -1,0 +1,122 @@
+package replication
+
+// The member's links: raft's transport on the quorum port and the
+// forwarding listener on the election port.
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/hashicorp/raft"
+)
+
+// transport returns the raft transport and the membership to bootstrap: an
+// in-memory transport for a standalone server (it has no peers), TCP on the
+// quorum port for an ensemble member, with peer addresses resolved from this
+// member's own configuration. It also starts the forwarding listener.
+func (n *Node) transport(rc *raft.Config) (raft.Transport, raft.Configuration, error) {
+	if !n.clustered() {
+		addr, trans := raft.NewInmemTransport(raft.ServerAddress(rc.LocalID))
+		n.closers = append(n.closers, trans.Close)
+		return trans, raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: addr}}}, nil
+	}
+	self, ok := n.self()
+	if !ok {
+		return nil, raft.Configuration{}, fmt.Errorf("replication: server id %d is not in the ensemble configuration", n.cfg.ServerID)
+	}
+	trans, err := n.raftTransport(rc, self)
+	if err != nil {
+		return nil, raft.Configuration{}, err
+	}
+	trans = refusePipeline(trans) // transport.go
+	if err := n.listenForwarding(self); err != nil {
+		return nil, raft.Configuration{}, err
+	}
+	return trans, n.peers.configuration(n.cfg.Peers), nil
+}
+
+// raftTransport returns the configured transport, or TCP on the quorum port.
+func (n *Node) raftTransport(rc *raft.Config, self Peer) (raft.Transport, error) {
+	if n.cfg.RaftTransport != nil {
+		return n.cfg.RaftTransport, nil
+	}
+	raftBind, err := bindAddr(self.RaftAddr, n.cfg.ListenAll)
+	if err != nil {
+		return nil, err
+	}
+	advertise, err := net.ResolveTCPAddr("tcp", self.RaftAddr)
+	if err != nil {
+		return nil, fmt.Errorf("replication: resolve %s: %w", self.RaftAddr, err)
+	}
+	ln, err := n.network().Listen(raftBind)
+	if err != nil {
+		return nil, fmt.Errorf("replication: listen on quorum port %s: %w", raftBind, err)
+	}
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:                &streamLayer{Listener: ln, network: n.network(), advertise: advertise},
+		ServerAddressProvider: n.peers,
+		Logger:                rc.Logger,
+		MaxPool:               3,
+		Timeout:               n.cfg.ForwardTimeout,
+	})
+	n.closers = append(n.closers, trans.Close)
+	return trans, nil
+}
+
+// listenForwarding opens the election port for forwarding from members.
+func (n *Node) listenForwarding(self Peer) error {
+	fwdBind, err := bindAddr(self.ForwardAddr, n.cfg.ListenAll)
+	if err != nil {
+		return err
+	}
+	ln, err := n.network().Listen(fwdBind)
+	if err != nil {
+		return fmt.Errorf("replication: listen on election port %s: %w", fwdBind, err)
+	}
+	n.fwdMu.Lock()
+	n.fwdLn, n.fwdConns = ln, make(map[net.Conn]struct{})
+	n.fwdMu.Unlock()
+	return nil
+}
+
+// serveForwardingNow starts accepting on the election port, once raft
+// runs: a member's forwarded request asks raft at once. (Until then
+// members wait in the listener's backlog.)
+func (n *Node) serveForwardingNow() {
+	n.fwdMu.Lock()
+	ln := n.fwdLn
+	n.fwdMu.Unlock()
+	if ln != nil {
+		n.wg.Add(1)
+		go n.serveForwarding(ln)
+	}
+}
+
+// closeListeners stops the forwarding listener and its connections.
+func (n *Node) closeListeners() {
+	n.fwdMu.Lock()
+	defer n.fwdMu.Unlock()
+	if n.fwdLn != nil {
+		n.fwdLn.Close()
+	}
+	for c := range n.fwdConns {
+		c.Close()
+	}
+	n.fwdConns = nil
+}
+
+// trackForwardConn registers an accepted member connection; false when the
+// node is closing.
+func (n *Node) trackForwardConn(c net.Conn, add bool) bool {
+	n.fwdMu.Lock()
+	defer n.fwdMu.Unlock()
+	if n.fwdConns == nil {
+		return false
+	}
+	if add {
+		n.fwdConns[c] = struct{}{}
+	} else {
+		delete(n.fwdConns, c)
+	}
+	return true
+}
