@@ -2,7 +2,8 @@
 #
 #   make test              the whole test suite under the race detector (go test -race ./...),
 #                          then the tests that need the test-only hooks (build tag testhooks)
-#   make lint              go vet, gofmt and staticcheck
+#   make lint              go vet, gofmt, staticcheck, and refcheck (every file a comment
+#                          names is in the repository: internal/refcheck)
 #   make compat            stock clients (zkCli, Java API, Curator, C cli_mt, kazoo,
 #                          go-zookeeper) against zkserverd; ends with "N passed, M failed"
 #   make compat-diff       the same scenarios against Apache ZooKeeper 3.8 (Debian jars)
@@ -54,6 +55,7 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run ./internal/refcheck
 
 compat-runner:
 	@$(GO) build -o $(COMPAT_RUNNER) ./test/compat/runner

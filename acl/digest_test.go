@@ -10,7 +10,7 @@ import (
 // Expected values were computed independently with Python hashlib.
 func TestDigest(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"alice:secret", "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E="}, // semantics.md §9 [V]
+		{"alice:secret", "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E="}, // as ZooKeeper 3.8 computes it
 		{"super:test", "super:D/InIHSb7yEEbrWz8b9l71RjZJU="},
 		{"nocolon", "nocolon:Ra+cHr2ZoHvBjtNArFGNGlVie4g="},
 		{"a:b:c", "a:cLzgnoJ6mP5qz3w+mwvPE2vDgu0="},

@@ -45,7 +45,7 @@ type Result struct {
 	// *jute.Create2Response (create2/container/TTL), *jute.StatResponse
 	// (setData, setACL), *jute.MultiResponse (multi, always), nil otherwise.
 	Response jute.Record
-	// Events are the watch triggers in ZooKeeper's order (semantics.md §8);
+	// Events are the watch triggers in the order ZooKeeper fires them;
 	// empty when nothing changed.
 	Events []Event
 	// QuotaWarnings lists the quota limits the write went over (see
@@ -241,8 +241,8 @@ func checkVersion(current, expected int32) jute.Code {
 	return jute.OK
 }
 
-// validateCreateMode runs steps 1-3 of the create validation
-// (semantics.md §4): flags, extended types, TTL range.
+// validateCreateMode runs the first checks of a create, in ZooKeeper's
+// order: flags, extended types, TTL range.
 func (t *Tree) validateCreateMode(op jute.OpCode, a *createArgs) jute.Code {
 	mode := a.flags
 	if !mode.Valid() {
@@ -279,7 +279,7 @@ func newNodeKind(op jute.OpCode, a *createArgs, session int64) (nodeKind, int64)
 }
 
 // createCheck validates a create of any kind in ZooKeeper's order
-// (semantics.md §4) without changing the tree, and returns where the new
+// (TestCreatePrecedence pins it) without changing the tree, and returns where the new
 // node goes and its interned-to-be ACL list.
 func (t *Tree) createCheck(ctx *applyCtx, op jute.OpCode, a *createArgs) (loc, []jute.ACL, jute.Code) {
 	if code := t.validateCreateMode(op, a); code != jute.OK {

@@ -44,8 +44,8 @@ func (c *createCase) request() (jute.OpCode, jute.Record) {
 	return op, &jute.CreateRequest{Path: c.path, ACL: c.acl, Flags: c.flags}
 }
 
-// TestCreatePrecedence covers every step of semantics.md §4's create order
-// and the [V] examples.
+// TestCreatePrecedence covers every step of ZooKeeper 3.8's order of
+// create checks, with the answers it gave.
 func TestCreatePrecedence(t *testing.T) {
 	lockedParent := func(h *harness) {
 		h.createACL("/locked", noCreate)

@@ -24,7 +24,8 @@ type undoRec struct {
 	mtime    int64
 }
 
-// multiOpAllowed reports whether op may appear in a multi (wire.md §8).
+// multiOpAllowed reports whether op may appear in a multi, as ZooKeeper's
+// MultiOperationRecord accepts it.
 func multiOpAllowed(op jute.OpCode) bool {
 	switch op {
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
@@ -37,7 +38,7 @@ func multiOpAllowed(op jute.OpCode) bool {
 // applyMulti applies the ops in order, each against the state left by the
 // earlier ones. The first failure reverts everything: earlier ops report
 // code 0, the failing op its code, later ops RuntimeInconsistency, and no
-// events fire. The header err is OK either way (semantics.md §7). A request
+// events fire. The header err is OK either way, as in ZooKeeper. A request
 // holding an op that may not appear in a multi (for example a read) fails
 // as a whole with MarshallingError.
 func (t *Tree) applyMulti(ctx *applyCtx, res *Result) {

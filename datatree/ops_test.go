@@ -235,7 +235,8 @@ func TestSessionAndReconfigTxns(t *testing.T) {
 	}
 }
 
-// TestSystemNodes checks the fresh tree against semantics.md §13.
+// TestSystemNodes checks the fresh tree's system nodes against ZooKeeper
+// 3.8's.
 func TestSystemNodes(t *testing.T) {
 	tree := New(Config{})
 	tests := []struct {
@@ -286,7 +287,8 @@ func TestSetConfigNode(t *testing.T) {
 	}
 }
 
-// TestStatBookkeeping follows semantics.md §3 through a sequence of writes.
+// TestStatBookkeeping follows ZooKeeper's stat bookkeeping (zxids, times,
+// versions, pzxid) through a sequence of writes.
 func TestStatBookkeeping(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.create("/p", nil, 0) // zxid 1: null data

@@ -8,7 +8,7 @@ import (
 	"github.com/zkserverd/zkserverd/jute"
 )
 
-// System node paths (semantics.md §13).
+// System node paths, as a fresh ZooKeeper server has them.
 const (
 	rootPath   = "/"
 	procPath   = "/zookeeper"
@@ -17,7 +17,7 @@ const (
 )
 
 // ValidatePath applies ZooKeeper's PathUtils.validatePath and returns
-// jute.BadArguments for an invalid path, jute.OK otherwise (semantics.md §2).
+// jute.BadArguments for an invalid path, jute.OK otherwise.
 // ZooKeeper checks UTF-16 code units, so every rune above U+FFFF (it would be
 // a surrogate pair) and every invalid UTF-8 sequence (it would decode to
 // U+FFFD) is rejected.

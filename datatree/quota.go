@@ -29,8 +29,8 @@ import (
 // "byteHardLimit" hard ones; -1 or absence means none, and a hard limit
 // replaces the soft one of its kind. A create or setData that would take the
 // stats over a limit is reported in Result.QuotaWarnings; over a hard limit
-// with Config.EnforceQuota it fails with QuotaExceeded (semantics.md §4
-// create step 13, setData's quota step).
+// with Config.EnforceQuota it fails with QuotaExceeded, where ZooKeeper
+// checks it: after a create's other checks, and in setData.
 
 // Names of the quota nodes.
 const (

@@ -6,7 +6,7 @@ import (
 	"github.com/zkserverd/zkserverd/jute"
 )
 
-// Container and TTL reaping (semantics.md §6). The decision to reap is made
+// Container and TTL reaping. The decision to reap is made
 // by the leader's reaper with ReapCandidates and travels through the log as
 // an OpDeleteContainer transaction; Apply re-checks it against the
 // transaction's own Time, so a node that got a child or, for a TTL node, was

@@ -152,8 +152,7 @@ type Tree struct {
 }
 
 // New returns a fresh tree holding the system nodes of a new ZooKeeper
-// server: /, /zookeeper, /zookeeper/quota and /zookeeper/config
-// (semantics.md §13).
+// server: /, /zookeeper, /zookeeper/quota and /zookeeper/config.
 func New(cfg Config) *Tree {
 	t := newEmpty(cfg)
 	open := t.acls.intern(jute.OpenACLUnsafe)

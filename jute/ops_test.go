@@ -41,7 +41,8 @@ func TestClientOpCodesHaveRecords(t *testing.T) {
 	}
 }
 
-// TestRecordTypesByOpcode pins which record each opcode uses (wire.md §6).
+// TestRecordTypesByOpcode pins which record each opcode uses, as ZooKeeper
+// decodes them.
 func TestRecordTypesByOpcode(t *testing.T) {
 	tests := []struct {
 		op        jute.OpCode
@@ -186,7 +187,7 @@ func TestCreateModes(t *testing.T) {
 	}
 }
 
-// TestIsWrite checks which opcodes consume a zxid (wire.md §5).
+// TestIsWrite checks which opcodes consume a zxid in ZooKeeper.
 func TestIsWrite(t *testing.T) {
 	writes := map[jute.OpCode]bool{
 		jute.OpCreate: true, jute.OpCreate2: true, jute.OpCreateContainer: true, jute.OpCreateTTL: true,

@@ -155,7 +155,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// TestEncodedSizes pins the sizes wire.md gives for fixed-layout records.
+// TestEncodedSizes pins the encoded sizes of fixed-layout records.
 func TestEncodedSizes(t *testing.T) {
 	tests := []struct {
 		name string
@@ -192,8 +192,8 @@ func mustHex(t testing.TB, s string) []byte {
 	return b
 }
 
-// TestWireExamples encodes the worked byte examples of the spec (wire.md
-// §8 and §10, captured from ZooKeeper 3.8.0) and decodes them back.
+// TestWireExamples encodes byte examples captured from ZooKeeper 3.8.0
+// (a multi and its reply, a notification) and decodes them back.
 func TestWireExamples(t *testing.T) {
 	passwd := mustHex(t, "1cdb6bc63b04a03a5e675fa2a5e8d39b")
 	tests := []struct {

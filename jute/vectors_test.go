@@ -308,7 +308,7 @@ func (r *replayer) replyRecord(h jute.ReplyHeader, req pendingReq) (jute.Record,
 	if h.Err != jute.OK {
 		r.stats.ErrorReplies++
 		if req.op == jute.OpMultiRead && h.Err == jute.MarshallingError {
-			return &jute.MultiResponse{}, nil // wire.md §8: end marker only
+			return &jute.MultiResponse{}, nil // ZooKeeper sends only the end marker
 		}
 		return &jute.Empty{}, nil
 	}

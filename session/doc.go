@@ -1,28 +1,30 @@
 // Package session holds ZooKeeper's session semantics: timeout negotiation,
-// session ids and passwords, the replicated session table, and the
-// leader-only expiry tracker.
+// session ids and passwords, the replicated session table, and the expiry
+// tracker.
 //
 // The pieces and who uses them:
 //
 //   - Negotiate clamps a client's requested timeout into the configured
-//     [min, max] window (wire.md §4).
+//     [min, max] window, as ZooKeeper does.
 //   - IDGenerator hands out session ids in ZooKeeper's layout: the server
 //     id in the top byte, a millisecond timestamp below it, then +1 per
 //     session. Password derives the 16-byte session password from an id
 //     exactly as ZooKeeper does, so every member computes the same bytes
 //     and nothing secret needs to be replicated.
 //   - Table is the replicated map of live sessions (id → negotiated
-//     timeout). It changes only when createSession / closeSession
-//     transactions are applied, by one goroutine, and is read by many.
-//     WriteTo/ReadTable give the snapshot encoding.
-//   - Tracker is the expiry clock that only the leader runs (ZooKeeper's
-//     ExpiryQueue). Deadlines are rounded up to the next tick boundary, so
-//     a session expires between timeout and timeout+tick after its last
-//     touch. Expired ids are handed to a callback, which proposes
-//     closeSession; the id is removed from the Tracker when that
-//     transaction applies.
+//     timeout and owner, the member whose connection the session last
+//     used). It changes only when session transactions are applied, by one
+//     goroutine, and is read by many. WriteTo/ReadTable give the snapshot
+//     encoding.
+//   - Tracker is an expiry clock (ZooKeeper's ExpiryQueue). Deadlines are
+//     rounded up to the next tick boundary, so a session expires between
+//     timeout and timeout+tick after its last touch. Expired ids are handed
+//     to a callback: the server's proposes closeSession while its member
+//     leads (only the leader expires sessions), and the id is removed from
+//     the Tracker when that transaction applies; the read-only server runs
+//     one for its local sessions.
 //
-// A leader's loop, in outline:
+// The server's use, in outline:
 //
 //	tr := session.NewTracker(session.RealClock{}, tick, proposeClose)
 //	for _, s := range table.All() {

@@ -21,8 +21,7 @@ import (
 	"github.com/zkserverd/zkserverd/server"
 )
 
-// End-to-end tests of ACL enforcement and authentication (semantics.md §4
-// and §9), through go-zookeeper and, where the library hides the wire, the
+// End-to-end tests of ACL enforcement and authentication, through go-zookeeper and, where the library hides the wire, the
 // raw client.
 
 // aclConfig is a standalone configuration with a one-second tick (sessions
@@ -303,8 +302,8 @@ func TestACLPermissionMatrix(t *testing.T) {
 	}
 }
 
-// TestACLErrorPrecedence checks which error wins when several apply
-// (semantics.md §4).
+// TestACLErrorPrecedence checks which error wins when several apply, in
+// ZooKeeper's order.
 func TestACLErrorPrecedence(t *testing.T) {
 	srv := startServer(t, aclConfig(t))
 	addr := srv.Addr().String()

@@ -329,7 +329,7 @@ func TestQuotaNotEnforcedByDefault(t *testing.T) {
 }
 
 // TestSystemNodeWrites: /zookeeper/config is READ-only for everyone, and
-// the system nodes cannot be deleted (semantics.md §13).
+// the system nodes cannot be deleted, as in ZooKeeper.
 func TestSystemNodeWrites(t *testing.T) {
 	srv := startServer(t, testConfig(t, t.TempDir()))
 	c, _ := testutil.Connect(t, srv.Addr().String(), 10*time.Second)

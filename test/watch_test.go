@@ -645,8 +645,8 @@ func TestNotificationBeforeWriteReply(t *testing.T) {
 }
 
 // TestEventBeforeNewDataOnRead races writers on other connections against a
-// connection that keeps re-reading a node with getData(watch). Two rules of
-// semantics.md §1/§8 are checked on the reader's frame stream:
+// connection that keeps re-reading a node with getData(watch). Two of
+// ZooKeeper's ordering rules are checked on the reader's frame stream:
 //   - a reply showing data newer than the previous reply is preceded by the
 //     NodeDataChanged of the watch the previous read set;
 //   - a watch set by a read never fires before that read's reply (a client
@@ -798,7 +798,7 @@ func TestAddWatchReplyAndModes(t *testing.T) {
 }
 
 // TestRemoveAndCheckWatches runs checkWatches (17) and removeWatches (18)
-// with every watcher type, in the 3.9 meaning (semantics.md §8, §17), then
+// with every watcher type, in ZooKeeper 3.9's meaning, then
 // checks by a change which watches are left.
 func TestRemoveAndCheckWatches(t *testing.T) {
 	addr := wServer(t)

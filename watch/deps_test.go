@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestImports enforces DESIGN.md's dependency rule: watch imports only
+// TestImports enforces docs/architecture.md's dependency rule: watch imports only
 // jute and the standard library.
 func TestImports(t *testing.T) {
 	pkg, err := build.ImportDir(".", 0)

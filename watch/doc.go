@@ -19,7 +19,7 @@
 //
 // # The 3.9 rules implemented
 //
-// This package follows ZooKeeper 3.9 (semantics.md §8, §17), not the 3.8
+// This package follows ZooKeeper 3.9, not the 3.8
 // "latest registration wins" quirk:
 //
 //   - Modes on one (connection, path, table) entry are independent: a
@@ -46,7 +46,7 @@
 //     recursive mode of the data table. Both return jute.NoWatcher when
 //     nothing matched and jute.MarshallingError for any other type value. A
 //     3.8-compatible server rejects types 4 and 5 itself before calling.
-//   - SetWatches applies semantics.md §8's table in list order (data, exist,
+//   - SetWatches applies ZooKeeper's rules in list order (data, exist,
 //     child, persistent, recursive), notifying missed events with zxid -1 and
 //     arming the rest.
 //

@@ -18,8 +18,8 @@ var writers = map[string]func(io.Writer, *Registry) error{
 
 // TestWriteGolden rebuilds the state of the captured 3.8 samples (one
 // session with data watches on /app and /app/x; its child watch must not
-// show) and compares the bytes with testdata/<cmd>.golden, copied from
-// spec/samples/4lw/<cmd>.standalone.txt.
+// show) and compares the bytes with testdata/<cmd>.golden, captured from
+// a standalone Apache ZooKeeper 3.8.
 func TestWriteGolden(t *testing.T) {
 	r := NewRegistry()
 	w := &fakeConn{id: 0x1000012581c0000}

@@ -25,7 +25,7 @@ var swTree = fakeTree{
 
 const swRel = 10
 
-// TestSetWatchesTable covers semantics.md §8's setWatches table: each list
+// TestSetWatchesTable covers ZooKeeper's setWatches rules: each list
 // against a missing, changed and unchanged node. wantEvent is the event
 // fired at once ("" = none); wantArmed is what checkWatches then reports
 // (C D A P R, see checkAll).

@@ -63,8 +63,8 @@ func runSteps(t *testing.T, regs []reg, steps []step) (*Registry, []*fakeConn) {
 	return r, conns
 }
 
-// TestTriggerWhatFires follows the rows of semantics.md §8 "What fires" and
-// the 3.9 rules in the package doc.
+// TestTriggerWhatFires follows which events each write fires in ZooKeeper,
+// and the 3.9 rules in the package doc.
 func TestTriggerWhatFires(t *testing.T) {
 	tests := []struct {
 		name  string

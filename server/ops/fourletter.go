@@ -181,7 +181,7 @@ var opAbbrev = map[jute.OpCode]string{
 	jute.OpWhoAmI: "HOMI", jute.OpGetEphemerals: "GETE", jute.OpAuth: "AUTH", jute.OpSASL: "SASL",
 }
 
-// writeCons renders one connection line (format C of admin.md).
+// writeCons renders one connection line of cons, as ZooKeeper prints it.
 func writeCons(w *strings.Builder, c server.ConnectionStats, full bool) {
 	sid := c.SessionID
 	interest := 0
