@@ -132,7 +132,7 @@ func (c *testCluster) start(i int) {
 		TickTime: 300 * time.Millisecond, ForwardTimeout: 2 * time.Second, SnapshotThreshold: 32, TrailingLogs: 8,
 		DigestInterval: time.Hour} // no checkpoints; the digest tests set their own
 	if c.trans != nil {
-		cfg.RaftTransport = c.connectInmem(i)
+		cfg.RaftTransport = noPipeline{c.connectInmem(i)}
 	}
 	if c.cfgHook != nil {
 		c.cfgHook(&cfg)

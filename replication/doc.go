@@ -14,11 +14,11 @@
 // batcher puts it into the leader's entries; the follower's waiters fire
 // when its own FSM applies the entry. Replication stays inside raft's public
 // contract: the log store is durable when StoreLogs returns, raft's
-// transport carries only raft's messages (it only refuses pipelining,
-// transport.go), and every member learns commits from raft and applies what
-// raft hands its FSM. After the last write of a burst an idle leader appends
-// a barrier whose append tells the followers the commit (nudge.go); raft's
-// CommitTimeout is the fallback.
+// transport carries only raft's messages (with its pipelining turned off,
+// node_transport.go), and every member learns commits from raft and
+// applies what raft hands its FSM. After the last write of a burst an idle
+// leader appends a barrier whose append tells the followers the commit
+// (nudge.go); raft's CommitTimeout is the fallback.
 //
 // The FSM is the only writer of replicated state. It decodes each entry; for
 // each transaction it derives the next zxid from the entry's term (the

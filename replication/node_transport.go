@@ -6,7 +6,9 @@ package replication
 import (
 	"fmt"
 	"net"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
@@ -28,7 +30,6 @@ func (n *Node) transport(rc *raft.Config) (raft.Transport, raft.Configuration, e
 	if err != nil {
 		return nil, raft.Configuration{}, err
 	}
-	trans = refusePipeline(trans) // transport.go
 	if err := n.listenForwarding(self); err != nil {
 		return nil, raft.Configuration{}, err
 	}
@@ -52,15 +53,34 @@ func (n *Node) raftTransport(rc *raft.Config, self Peer) (raft.Transport, error)
 	if err != nil {
 		return nil, fmt.Errorf("replication: listen on quorum port %s: %w", raftBind, err)
 	}
-	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:                &streamLayer{Listener: ln, network: n.network(), advertise: advertise},
-		ServerAddressProvider: n.peers,
-		Logger:                rc.Logger,
-		MaxPool:               3,
-		Timeout:               n.cfg.ForwardTimeout,
-	})
+	stream := &streamLayer{Listener: ln, network: n.network(), advertise: advertise}
+	trans := raft.NewNetworkTransportWithConfig(netTransportConfig(stream, n.peers, rc.Logger, n.cfg.ForwardTimeout))
 	n.closers = append(n.closers, trans.Close)
 	return trans, nil
+}
+
+// netTransportConfig configures raft's TCP transport for a member. With
+// MaxRPCsInFlight 1 raft's pipelined replication is off: the transport
+// answers AppendEntriesPipeline with ErrPipelineReplicationNotSupported,
+// and raft replicates with one AppendEntries at a time per follower.
+//
+// raft's pipelined replication can deadlock when a follower rejects an
+// append while the pipeline is full (hashicorp/raft#612): pipelineDecode
+// stops reading responses, the transport's decoder blocks handing it the
+// next one, and the next send blocks on the full in-flight queue, so that
+// follower never receives another entry while heartbeats keep it from
+// calling an election, and the leader's Shutdown never returns. A long
+// chaos run hit it after a member's links were frozen and thawed.
+func netTransportConfig(stream raft.StreamLayer, peers raft.ServerAddressProvider, logger hclog.Logger,
+	timeout time.Duration) *raft.NetworkTransportConfig {
+	return &raft.NetworkTransportConfig{
+		Stream:                stream,
+		ServerAddressProvider: peers,
+		Logger:                logger,
+		MaxPool:               3,
+		MaxRPCsInFlight:       1,
+		Timeout:               timeout,
+	}
 }
 
 // listenForwarding opens the election port for forwarding from members.

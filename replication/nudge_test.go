@@ -57,7 +57,7 @@ func startBareRaft(t *testing.T) ([]*raft.Raft, []*countingFSM, int) {
 			t.Fatal(err)
 		}
 		fsms[i] = &countingFSM{}
-		r, err := raft.NewRaft(rc, fsms[i], store, store, snaps, refusePipeline(trans[i]))
+		r, err := raft.NewRaft(rc, fsms[i], store, store, snaps, noPipeline{trans[i]})
 		if err != nil {
 			t.Fatal(err)
 		}

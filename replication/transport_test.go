@@ -2,69 +2,40 @@ package replication
 
 import (
 	"errors"
-	"sync"
+	"net"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
-// recordingTransport records the appends it is asked to send.
-type recordingTransport struct {
-	raft.Transport
-	mu   sync.Mutex
-	sent []raft.AppendEntriesRequest
-}
-
-func (r *recordingTransport) AppendEntries(_ raft.ServerID, _ raft.ServerAddress, req *raft.AppendEntriesRequest, _ *raft.AppendEntriesResponse) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sent = append(r.sent, *req)
-	return nil
-}
-
-func (r *recordingTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
-	return nil, errors.New("the wrapped transport was asked for a pipeline")
-}
-
-type preVoteTransport struct{ recordingTransport }
-
-func (*preVoteTransport) RequestPreVote(raft.ServerID, raft.ServerAddress, *raft.RequestPreVoteRequest, *raft.RequestPreVoteResponse) error {
-	return nil
-}
-
-// TestRefusePipelineOnlyRefusesPipelining: the wrapper answers
-// AppendEntriesPipeline with raft's ErrPipelineReplicationNotSupported
-// (so raft replicates one append at a time, hashicorp/raft#612), passes
-// appends through unchanged, and offers pre-vote exactly when the wrapped
-// transport does.
-func TestRefusePipelineOnlyRefusesPipelining(t *testing.T) {
-	tests := []struct {
-		name    string
-		inner   raft.Transport
-		rec     func(raft.Transport) *recordingTransport
-		preVote bool
-	}{
-		{"without pre-vote", &recordingTransport{}, func(t raft.Transport) *recordingTransport { return t.(*recordingTransport) }, false},
-		{"with pre-vote", &preVoteTransport{}, func(t raft.Transport) *recordingTransport { return &t.(*preVoteTransport).recordingTransport }, true},
+// TestMemberTransportRefusesPipelining pins the raft behaviour a member's
+// transport relies on (netTransportConfig): with MaxRPCsInFlight 1, raft's
+// TCP transport answers AppendEntriesPipeline with
+// ErrPipelineReplicationNotSupported, so raft replicates one append at a
+// time (hashicorp/raft#612); it still offers pre-vote.
+func TestMemberTransportRefusesPipelining(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			trans := refusePipeline(tc.inner)
-			if p, err := trans.AppendEntriesPipeline("2", "x"); p != nil || !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
-				t.Fatalf("AppendEntriesPipeline = %v, %v; want raft's ErrPipelineReplicationNotSupported", p, err)
-			}
-			if _, ok := trans.(raft.WithPreVote); ok != tc.preVote {
-				t.Fatalf("pre-vote offered: %v, want %v", ok, tc.preVote)
-			}
-			req := raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 9, PrevLogTerm: 2, LeaderCommitIndex: 9,
-				Entries: []*raft.Log{{Index: 10, Term: 3}}}
-			if err := trans.AppendEntries("2", "x", &req, &raft.AppendEntriesResponse{}); err != nil {
-				t.Fatal(err)
-			}
-			sent := tc.rec(tc.inner).sent
-			if len(sent) != 1 || sent[0].LeaderCommitIndex != 9 || sent[0].PrevLogEntry != 9 || len(sent[0].Entries) != 1 {
-				t.Fatalf("sent %+v, want the append unchanged", sent)
-			}
-		})
+	stream := &streamLayer{Listener: ln, network: tcpNetwork{}, advertise: ln.Addr()}
+	trans := raft.NewNetworkTransportWithConfig(netTransportConfig(stream, nil, hclog.NewNullLogger(), time.Second))
+	defer trans.Close()
+	if p, err := trans.AppendEntriesPipeline("2", "127.0.0.1:1"); p != nil || !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+		t.Fatalf("AppendEntriesPipeline = %v, %v; want raft's ErrPipelineReplicationNotSupported", p, err)
 	}
+	if _, ok := any(trans).(raft.WithPreVote); !ok {
+		t.Fatal("the member's transport offers no pre-vote")
+	}
+}
+
+// noPipeline is raft's in-memory transport without pipelined replication,
+// as a member's TCP transport runs (netTransportConfig): the tests' raft
+// instances replicate as a member's do.
+type noPipeline struct{ *raft.InmemTransport }
+
+func (noPipeline) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }
