@@ -37,8 +37,8 @@ type testCluster struct {
 	trans []*raft.InmemTransport
 	// logStore is every member's Config.LogStore.
 	logStore string
-	// cfgHook, if set, adjusts every member's configuration.
-	cfgHook func(*Config)
+	// cfgHook, if set, adjusts every member's configuration and seams.
+	cfgHook func(*Config, *seams)
 }
 
 // newTestCluster starts members whose raft runs over TCP on loopback;
@@ -57,7 +57,7 @@ func newInmemCluster(t *testing.T, size int) *testCluster {
 // newTestClusterWith starts members whose configuration hook adjusts.
 func newTestClusterWith(t *testing.T, size int, hook func(*Config)) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, cfgHook: hook}
+	c := &testCluster{t: t, cfgHook: func(cfg *Config, _ *seams) { hook(cfg) }}
 	c.startMembers(size, false)
 	return c
 }
@@ -131,13 +131,14 @@ func (c *testCluster) start(i int) {
 	cfg := Config{ServerID: int64(i + 1), DataDir: c.dirs[i], ForceSync: true, Peers: c.peers, LogStore: c.logStore,
 		TickTime: 300 * time.Millisecond, ForwardTimeout: 2 * time.Second, SnapshotThreshold: 32, TrailingLogs: 8,
 		DigestInterval: time.Hour} // no checkpoints; the digest tests set their own
+	var s seams
 	if c.trans != nil {
-		cfg.RaftTransport = noPipeline{c.connectInmem(i)}
+		s.raftTransport = noPipeline{c.connectInmem(i)}
 	}
 	if c.cfgHook != nil {
-		c.cfgHook(&cfg)
+		c.cfgHook(&cfg, &s)
 	}
-	n, err := Open(cfg)
+	n, err := open(cfg, s)
 	if err != nil {
 		c.t.Fatalf("open member %d: %v", i+1, err)
 	}

@@ -149,12 +149,13 @@ func TestLogFaultStopsMember(t *testing.T) {
 			sw := &faultSwitch{op: tc.op, err: tc.err}
 			rec := newFatalRecorder()
 			cfg := Config{DataDir: dir, LogStore: tc.store, ForceSync: tc.forceSync, Fatal: rec.fatal}
+			var s seams
 			if tc.store == "wal" {
-				cfg.WALFileSystem = faultFS(walfs.New(), sw)
+				s.walFS = faultFS(walfs.New(), sw)
 			} else {
-				cfg.WrapLogStore = func(l raft.LogStore) raft.LogStore { return faultLogs{l, sw} }
+				s.wrapLogStore = func(l raft.LogStore) raft.LogStore { return faultLogs{l, sw} }
 			}
-			n := openReady(t, cfg)
+			n := openReady(t, cfg, s)
 			closed := false
 			defer func() {
 				if !closed {
@@ -198,7 +199,7 @@ func TestLogFaultStopsMember(t *testing.T) {
 			closed = true
 
 			cfg.Fatal = func(err error) { t.Errorf("fault after the restart: %v", err) }
-			n2 := openReady(t, cfg)
+			n2 := openReady(t, cfg, s)
 			defer n2.Close()
 			for i := range 5 {
 				if !hasNode(n2, fmt.Sprintf("/ok%d", i)) {
@@ -220,10 +221,10 @@ func TestLogFaultStopsMember(t *testing.T) {
 func TestLogFaultOnFollowerStopsOnlyIt(t *testing.T) {
 	sws := map[int64]*faultSwitch{}
 	recs := map[int64]*fatalRecorder{}
-	c := &testCluster{t: t, cfgHook: func(cfg *Config) {
+	c := &testCluster{t: t, cfgHook: func(cfg *Config, s *seams) {
 		id := cfg.ServerID
 		sws[id], recs[id] = &faultSwitch{op: "fsync", err: syscall.EIO}, newFatalRecorder()
-		cfg.Fatal, cfg.WALFileSystem = recs[id].fatal, faultFS(walfs.New(), sws[id])
+		cfg.Fatal, s.walFS = recs[id].fatal, faultFS(walfs.New(), sws[id])
 	}}
 	c.startMembers(3, true)
 	lead := c.leader()

@@ -61,7 +61,7 @@ func logBytes(t *testing.T, n *Node, after uint64) int {
 }
 
 func TestForecastLogsFailedWritesWithoutPayload(t *testing.T) {
-	n := openNodeWith(t, Config{DataDir: t.TempDir(), InMemory: true})
+	n := openNode(t, t.TempDir(), true)
 	defer n.Close()
 	waitForecasting(t, n)
 	payload := bytes.Repeat([]byte("x"), 64<<10)
@@ -136,7 +136,7 @@ func TestForecastAcrossForwardedWrites(t *testing.T) {
 // znode stays small in the log while sessions expire; other failures are
 // not forecast then, since the closeSession may delete their node.
 func TestForecastWhileSessionsClose(t *testing.T) {
-	n := openNodeWith(t, Config{DataDir: t.TempDir(), InMemory: true})
+	n := openNode(t, t.TempDir(), true)
 	defer n.Close()
 	waitForecasting(t, n)
 	const sid = 0x77

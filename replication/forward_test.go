@@ -106,7 +106,7 @@ func (p *pauseProxy) close() {
 func newPausableCluster(t *testing.T, size int) (*testCluster, []*pauseProxy) {
 	c := &testCluster{t: t}
 	proxies := make([]*pauseProxy, size)
-	c.cfgHook = func(cfg *Config) {
+	c.cfgHook = func(cfg *Config, _ *seams) {
 		peers := append([]Peer(nil), cfg.Peers...)
 		for i := range peers {
 			if peers[i].ID == cfg.ServerID {

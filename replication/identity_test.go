@@ -162,7 +162,7 @@ func TestStandaloneDataGrowsIntoEnsemble(t *testing.T) {
 	}
 	c.dirs[0] = dir
 	c.nodes = make([]*Node, 3)
-	c.cfgHook = func(cfg *Config) { cfg.Logger = testutil.Logger(t, slog.LevelInfo) }
+	c.cfgHook = func(cfg *Config, _ *seams) { cfg.Logger = testutil.Logger(t, slog.LevelInfo) }
 	t.Cleanup(func() { c.closeAll() })
 	for _, i := range []int{2, 1, 0} { // the empty members first
 		c.start(i)
@@ -295,7 +295,7 @@ func TestMembershipDifferingFromLinesIsNamed(t *testing.T) {
 	follower := (c.leader() + 1) % 3
 	c.nodes[follower].Close()
 	logger, logs := testutil.CaptureLogger(t, slog.LevelInfo)
-	c.cfgHook = func(cfg *Config) {
+	c.cfgHook = func(cfg *Config, _ *seams) {
 		cfg.Logger = logger
 		extra := Peer{ID: 4, RaftAddr: freeAddr(t), ForwardAddr: freeAddr(t)}
 		cfg.Peers = append(append([]Peer(nil), c.peers...), extra)

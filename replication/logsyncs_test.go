@@ -64,13 +64,13 @@ func TestNodeCountsSlowLogSyncs(t *testing.T) {
 	gate := newSyncGate()
 	var mu sync.Mutex
 	var longest time.Duration
-	n := openNodeWith(t, Config{DataDir: t.TempDir(), WALFileSystem: gateFS(walfs.New(), gate),
+	n := openNodeSeams(t, Config{DataDir: t.TempDir(),
 		FsyncWarningThreshold: hold / 2,
 		OnLogSync: func(d time.Duration) {
 			mu.Lock()
 			longest = max(longest, d)
 			mu.Unlock()
-		}})
+		}}, seams{walFS: gateFS(walfs.New(), gate)})
 	defer n.Close()
 	defer gate.release()
 	if o := await(t, n.Submit(createTxn("/fast"))); o.Err != nil {

@@ -78,7 +78,10 @@ type Node struct {
 // standalone server as a single voter, an ensemble member with the
 // membership of its configuration (every member bootstraps the same
 // membership, which raft allows). Call WaitReady before serving clients.
-func Open(cfg Config) (*Node, error) {
+func Open(cfg Config) (*Node, error) { return open(cfg, seams{}) }
+
+// open is Open with parts of the member's stack replaced (node_seams.go).
+func open(cfg Config, s seams) (*Node, error) {
 	if cfg.LogDir == "" {
 		cfg.LogDir = cfg.DataDir
 	}
@@ -116,7 +119,7 @@ func Open(cfg Config) (*Node, error) {
 	n.fwd = newForwarder(n)
 	n.fsm = newFSM(cfg.Tree, n.clustered(), cfg.Observer, n.waiters, n.applied)
 	n.fsm.log, n.fsm.digests, n.fsm.ident, n.fsm.onCheckpoint = logger, &n.digests, &n.ident, n.noteCheckpoint
-	if err := n.startRaft(); err != nil {
+	if err := n.startRaft(s); err != nil {
 		n.closeStores()
 		return nil, err
 	}
@@ -178,16 +181,16 @@ func (n *Node) self() (Peer, bool) {
 	return Peer{}, false
 }
 
-func (n *Node) startRaft() error {
+func (n *Node) startRaft(s seams) error {
 	rc := raftConfig(n.cfg, n.log)
-	logs, stable, snaps, err := n.openStores()
+	logs, stable, snaps, err := n.openStores(s)
 	if err != nil {
 		return err
 	}
-	if !n.cfg.InMemory {
+	if !s.memStores {
 		logs = newRecentLogs(logs)
 	}
-	trans, boot, err := n.transport(rc)
+	trans, boot, err := n.transport(rc, s.raftTransport)
 	if err != nil {
 		return err
 	}
@@ -197,7 +200,7 @@ func (n *Node) startRaft() error {
 	if err := checkMember(stable, n.cfg.ServerID); err != nil {
 		return err
 	}
-	if !n.cfg.InMemory {
+	if !s.memStores {
 		n.digests.loadFence(n.log, n.cfg.DataDir)
 	}
 	has, err := raft.HasExistingState(logs, stable, snaps)

@@ -7,22 +7,19 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/hashicorp/raft-wal/types"
 
 	"github.com/zkserverd/zkserverd/datatree"
 )
 
-// Config configures a Node.
+// Config configures a Node: what an operator (zoo.cfg) or a program
+// embedding a member sets. What the package's tests replace in a member's
+// stack is not here but in seams (node_seams.go).
 type Config struct {
 	// ServerID is this member's id (1 for a standalone server).
 	ServerID int64
 	// DataDir holds raft snapshots; LogDir holds the raft log (raft.db).
 	// LogDir defaults to DataDir.
 	DataDir, LogDir string
-	// InMemory keeps log, stable store and snapshots in memory: nothing
-	// survives Close. For a throwaway member embedded in another program
-	// (tests, the benchmark's in-process server). Seed refuses it.
-	InMemory bool
 	// ForceSync fsyncs the log before an entry counts as written. Turning it
 	// off loses the durability guarantee; it exists for benchmarks.
 	ForceSync bool
@@ -56,10 +53,6 @@ type Config struct {
 	// (raft-boltdb on bbolt). Empty means the store already in the data
 	// directory, and wal for a new one (see chooseLogStore).
 	LogStore string
-	// RaftTransport, when set, carries raft traffic instead of TCP on the
-	// quorum port (tests use raft's in-memory transport; Peer.RaftAddr must
-	// then be the transport's address). Forwarding still uses TCP.
-	RaftTransport raft.Transport
 	// Network carries member connections (nil: plain TCP); peernet's
 	// secures them with TLS and SASL.
 	Network Network
@@ -89,17 +82,6 @@ type Config struct {
 	// write or fsync of its log (diskfault.go). The fault is logged before.
 	// Nil means exit the process with status 1.
 	Fatal func(error)
-	// WrapLogStore, when set, wraps the raft log store as opened, inside
-	// the member's own layers (disk-fault handling, the recent-entries
-	// cache): an embedding program can observe or fail the log's calls
-	// (the disk-fault tests fail raft-boltdb's appends with it). The
-	// wrapper must keep raft's LogStore contract. Nil: no wrapper.
-	WrapLogStore func(raft.LogStore) raft.LogStore
-	// WALFileSystem is the file system raft-wal's segments go through
-	// (nil: the operating system's). An embedding program can observe or
-	// fail the log's file calls with it (the disk-fault and power-loss
-	// tests do); the member's fsync and fault handling wraps it.
-	WALFileSystem types.VFS
 }
 
 // maxBatchTxns and maxBatchBytes bound one log entry built by the batcher.

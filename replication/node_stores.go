@@ -20,8 +20,11 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
-	if n.cfg.InMemory {
+// openStores opens the snapshot store and the log and stable store in the
+// configured directories (or in memory, or with the seams s sets; see
+// seams), and checks the log and the snapshots before raft reads them.
+func (n *Node) openStores(s seams) (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
+	if s.memStores {
 		store := raft.NewInmemStore()
 		return store, store, raft.NewInmemSnapshotStore(), nil
 	}
@@ -41,12 +44,12 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 		return nil, nil, nil, err
 	}
 	n.log.Info("raft log store", "kind", kind, "dir", logDir)
-	logs, stable, path, err := n.openLogStore(kind, logDir)
+	logs, stable, path, err := n.openLogStore(kind, logDir, s.walFS)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if n.cfg.WrapLogStore != nil {
-		logs = n.cfg.WrapLogStore(logs)
+	if s.wrapLogStore != nil {
+		logs = s.wrapLogStore(logs)
 	}
 	// The WAL's faults are caught at its files (openWAL), which name the
 	// segment; an error of its StoreLogs that is not a disk fault must
@@ -68,14 +71,15 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 }
 
 // openLogStore opens the log and stable store of the kind chooseLogStore
-// chose in logDir, and returns the path of the files they live in.
-func (n *Node) openLogStore(kind, logDir string) (raft.LogStore, raft.StableStore, string, error) {
+// chose in logDir, and returns the path of the files they live in. vfs is
+// raft-wal's file system (nil: the operating system's).
+func (n *Node) openLogStore(kind, logDir string, vfs types.VFS) (raft.LogStore, raft.StableStore, string, error) {
 	if kind == "wal" {
 		walDir := filepath.Join(logDir, "wal")
 		if err := os.MkdirAll(walDir, 0o750); err != nil {
 			return nil, nil, "", fmt.Errorf("replication: create %s: %w", walDir, err)
 		}
-		logs, stable, err := n.openWAL(walDir)
+		logs, stable, err := n.openWAL(walDir, vfs)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -102,14 +106,14 @@ func (n *Node) openLogStore(kind, logDir string) (raft.LogStore, raft.StableStor
 // store), on segments that zeroFS (walfs.go) zeroes ahead of the writes,
 // and a segment reopened at start is synced first (syncAtOpenFS); without,
 // its files are never synced. Either way a failed write, fsync or metadata
-// commit stops the member (crashStopFS, crashStopMeta).
-func (n *Node) openWAL(walDir string) (raft.LogStore, raft.StableStore, error) {
+// commit stops the member (crashStopFS, crashStopMeta). Its segments go
+// through vfs (nil: the operating system's file system), under those layers.
+func (n *Node) openWAL(walDir string, vfs types.VFS) (raft.LogStore, raft.StableStore, error) {
 	// The WAL does not close its metadata database itself; it is ours
 	// to close after the WAL (closers run in reverse order).
 	bolt := &metadb.BoltMetaDB{}
 	n.closers = append(n.closers, bolt.Close)
 	var meta types.MetaStore = crashStopMeta{MetaStore: bolt, path: filepath.Join(walDir, metadb.FileName), faults: n.faults}
-	vfs := n.cfg.WALFileSystem
 	if vfs == nil {
 		vfs = walfs.New()
 	}

@@ -18,14 +18,16 @@ import (
 	"github.com/zkserverd/zkserverd/txnlog"
 )
 
+// openNode opens a standalone node in dir, or with its stores in memory.
 func openNode(t *testing.T, dir string, inMemory bool) *Node {
-	return openNodeWith(t, Config{DataDir: dir, InMemory: inMemory})
+	return openNodeSeams(t, Config{DataDir: dir}, seams{memStores: inMemory})
 }
 
-// openReady opens a node with cfg as it is and waits until it serves.
-func openReady(t *testing.T, cfg Config) *Node {
+// openReady opens a node with cfg as it is and the seams s, and waits
+// until it serves.
+func openReady(t *testing.T, cfg Config, s seams) *Node {
 	t.Helper()
-	n, err := Open(cfg)
+	n, err := open(cfg, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,10 +40,18 @@ func openReady(t *testing.T, cfg Config) *Node {
 	return n
 }
 
+// openNodeWith opens a node with cfg, the tests' log settings (forceSync,
+// small snapshot thresholds) and no seams, and waits until it serves.
 func openNodeWith(t *testing.T, cfg Config) *Node {
 	t.Helper()
+	return openNodeSeams(t, cfg, seams{})
+}
+
+// openNodeSeams is openNodeWith with the seams s.
+func openNodeSeams(t *testing.T, cfg Config, s seams) *Node {
+	t.Helper()
 	cfg.ForceSync, cfg.SnapshotThreshold, cfg.TrailingLogs = true, 64, 16
-	return openReady(t, cfg)
+	return openReady(t, cfg, s)
 }
 
 func createTxn(path string) *txnlog.Txn {

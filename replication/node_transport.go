@@ -15,8 +15,9 @@ import (
 // transport returns the raft transport and the membership to bootstrap: an
 // in-memory transport for a standalone server (it has no peers), TCP on the
 // quorum port for an ensemble member, with peer addresses resolved from this
-// member's own configuration. It also starts the forwarding listener.
-func (n *Node) transport(rc *raft.Config) (raft.Transport, raft.Configuration, error) {
+// member's own configuration (or seam, when set; see seams). It also
+// starts the forwarding listener.
+func (n *Node) transport(rc *raft.Config, seam raft.Transport) (raft.Transport, raft.Configuration, error) {
 	if !n.clustered() {
 		addr, trans := raft.NewInmemTransport(raft.ServerAddress(rc.LocalID))
 		n.closers = append(n.closers, trans.Close)
@@ -26,9 +27,12 @@ func (n *Node) transport(rc *raft.Config) (raft.Transport, raft.Configuration, e
 	if !ok {
 		return nil, raft.Configuration{}, fmt.Errorf("replication: server id %d is not in the ensemble configuration", n.cfg.ServerID)
 	}
-	trans, err := n.raftTransport(rc, self)
-	if err != nil {
-		return nil, raft.Configuration{}, err
+	trans := seam
+	if trans == nil {
+		var err error
+		if trans, err = n.raftTransport(rc, self); err != nil {
+			return nil, raft.Configuration{}, err
+		}
 	}
 	if err := n.listenForwarding(self); err != nil {
 		return nil, raft.Configuration{}, err
@@ -36,11 +40,9 @@ func (n *Node) transport(rc *raft.Config) (raft.Transport, raft.Configuration, e
 	return trans, n.peers.configuration(n.cfg.Peers), nil
 }
 
-// raftTransport returns the configured transport, or TCP on the quorum port.
+// raftTransport returns raft's TCP transport on the quorum port, over the
+// configured Network.
 func (n *Node) raftTransport(rc *raft.Config, self Peer) (raft.Transport, error) {
-	if n.cfg.RaftTransport != nil {
-		return n.cfg.RaftTransport, nil
-	}
 	raftBind, err := bindAddr(self.RaftAddr, n.cfg.ListenAll)
 	if err != nil {
 		return nil, err

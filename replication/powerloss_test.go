@@ -239,8 +239,8 @@ func TestPowerLossStandalone(t *testing.T) {
 			dir := t.TempDir()
 			disk := newLossyDisk()
 			rec := newFatalRecorder()
-			cfg := Config{DataDir: dir, ForceSync: forceSync, WALFileSystem: disk.fs(), Fatal: rec.fatal}
-			n := openReady(t, cfg)
+			cfg := Config{DataDir: dir, ForceSync: forceSync, Fatal: rec.fatal}
+			n := openReady(t, cfg, seams{walFS: disk.fs()})
 			var acked []string
 			for i := range 30 {
 				if i == 10 {
@@ -256,8 +256,8 @@ func TestPowerLossStandalone(t *testing.T) {
 			disk.powerLoss()
 			n.Close()
 
-			cfg.WALFileSystem, cfg.Fatal = newLossyDisk().fs(), func(err error) { t.Errorf("fault after the restart: %v", err) }
-			n = openReady(t, cfg)
+			cfg.Fatal = func(err error) { t.Errorf("fault after the restart: %v", err) }
+			n = openReady(t, cfg, seams{walFS: newLossyDisk().fs()})
 			defer n.Close()
 			missing := 0
 			for _, p := range acked {
@@ -283,9 +283,9 @@ func TestPowerLossStandalone(t *testing.T) {
 func TestPowerLossEnsemble(t *testing.T) {
 	disk := newLossyDisk()
 	recs := map[int64]*fatalRecorder{}
-	c := &testCluster{t: t, cfgHook: func(cfg *Config) {
+	c := &testCluster{t: t, cfgHook: func(cfg *Config, s *seams) {
 		recs[cfg.ServerID] = newFatalRecorder()
-		cfg.WALFileSystem, cfg.Fatal = disk.fs(), recs[cfg.ServerID].fatal
+		s.walFS, cfg.Fatal = disk.fs(), recs[cfg.ServerID].fatal
 	}}
 	c.startMembers(3, true)
 
@@ -353,8 +353,8 @@ func TestPowerLossEnsemble(t *testing.T) {
 
 	after := newLossyDisk()
 	c.peers = freshForwardAddrs(t, c.peers)
-	c.cfgHook = func(cfg *Config) {
-		cfg.WALFileSystem, cfg.Fatal = after.fs(), faultAfterRestart(t, cfg.ServerID)
+	c.cfgHook = func(cfg *Config, s *seams) {
+		s.walFS, cfg.Fatal = after.fs(), faultAfterRestart(t, cfg.ServerID)
 	}
 	for i := range c.nodes {
 		c.start(i)
@@ -388,8 +388,8 @@ func checkPairAfterPowerLoss(t *testing.T, c *testCluster, pair [2]int, want []s
 	t.Helper()
 	disk := newLossyDisk()
 	p := &testCluster{t: t, peers: freshForwardAddrs(t, c.peers), dirs: make([]string, len(c.dirs)), nodes: make([]*Node, len(c.nodes)),
-		trans: make([]*raft.InmemTransport, len(c.nodes)), cfgHook: func(cfg *Config) {
-			cfg.WALFileSystem, cfg.Fatal = disk.fs(), faultAfterRestart(t, cfg.ServerID)
+		trans: make([]*raft.InmemTransport, len(c.nodes)), cfgHook: func(cfg *Config, s *seams) {
+			s.walFS, cfg.Fatal = disk.fs(), faultAfterRestart(t, cfg.ServerID)
 		}}
 	defer closeAll(t, p.nodes)
 	for _, i := range pair {

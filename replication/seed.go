@@ -25,7 +25,7 @@ var ErrNotFresh = errors.New("replication: the data directory already holds raft
 // read back. The directories open afterwards as any server's. Seed returns
 // the snapshot's size in bytes; the tree is the node's from the call on.
 func Seed(cfg Config, tree *datatree.Tree, lastZxid int64) (int64, error) {
-	if len(cfg.Peers) > 0 || cfg.Join || cfg.InMemory {
+	if len(cfg.Peers) > 0 || cfg.Join {
 		return 0, errors.New("replication: seed needs a standalone server's data directories")
 	}
 	cfg.SnapshotThreshold = 0

@@ -103,7 +103,7 @@ func returnsWithin(d time.Duration, f func()) (<-chan struct{}, bool) {
 // applied (nor answered) while its fsync cannot run, and is once it ran.
 func TestLeaderAppliesOnlySyncedWrites(t *testing.T) {
 	gate := newSyncGate()
-	n := openNodeWith(t, Config{DataDir: t.TempDir(), WALFileSystem: gateFS(walfs.New(), gate)})
+	n := openNodeSeams(t, Config{DataDir: t.TempDir()}, seams{walFS: gateFS(walfs.New(), gate)})
 	defer n.Close()
 	defer gate.release()
 	if o := await(t, n.Submit(createTxn("/before"))); o.Err != nil {
