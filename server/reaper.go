@@ -61,14 +61,10 @@ func newReaper(node reapNode, cfg conf.Config, clock session.Clock, log *slog.Lo
 	}
 }
 
-// runReaper runs the reaper until ctx ends, on Options.ReaperClock or the
-// real clock.
+// runReaper runs the reaper until ctx ends, on the real clock unless
+// WithReaperClock set another.
 func (s *Server) runReaper(ctx context.Context) {
-	clock := s.reaperClock
-	if clock == nil {
-		clock = session.RealClock{}
-	}
-	r := newReaper(s.node, s.cfg, clock, s.log)
+	r := newReaper(s.node, s.cfg, s.reaperClock, s.log)
 	s.log.Info("container reaper started", "checkIntervalMs", r.interval.Milliseconds(),
 		"maxPerMinute", r.limit.perMinute, "maxNeverUsedIntervalMs", r.maxNeverUsed)
 	r.run(ctx)

@@ -32,15 +32,13 @@ var Version = "3.8.0-zkserverd-dev"
 // BuildDate is set at link time; it follows ZooKeeper's version line.
 var BuildDate = "unknown"
 
-// Options configures a Server.
+// Options configures a Server: what an operator (zoo.cfg) or a program
+// embedding a server sets. A test replaces parts of a server with Option
+// values instead, given to New.
 type Options struct {
 	Config conf.Config
 	// Logger receives structured logs (nil: discarded).
 	Logger *slog.Logger
-	// Clock drives session expiry (nil: the real clock).
-	Clock session.Clock
-	// ReaperClock drives the container/TTL reaper (nil: the real clock).
-	ReaperClock session.Clock
 	// Operator provides the four-letter words' replies, the AdminServer,
 	// /metrics and the audit log (package server/ops; nil: none, see
 	// operator.go).
@@ -84,7 +82,7 @@ type Server struct {
 	serverID int64
 	operator Operator // operator surfaces (operator.go)
 
-	reaperClock session.Clock // Options.ReaperClock (reaper.go)
+	reaperClock session.Clock // the container/TTL reaper's (reaper.go, WithReaperClock)
 
 	// clientTLS and secureLn are the client port's TLS (tls.go); nil
 	// without TLS.
@@ -104,9 +102,19 @@ type Server struct {
 	closed    bool
 }
 
+// Option replaces a part of a Server for a test of another package (a
+// seam); New applies them after Options.
+type Option func(*Server)
+
+// WithReaperClock drives the container/TTL reaper (reaper.go) by clock
+// instead of the real clock: a test sends its ticks by hand.
+func WithReaperClock(clock session.Clock) Option {
+	return func(s *Server) { s.reaperClock = clock }
+}
+
 // New opens the data directory and the replicated state. It does not listen
 // yet: call Start.
-func New(opts Options) (*Server, error) {
+func New(opts Options, seams ...Option) (*Server, error) {
 	cfg := opts.Config
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -147,7 +155,10 @@ func New(opts Options) (*Server, error) {
 	}
 	s.workers = newWorkers(s.taskPanicked)
 	s.admission = newAdmission(cfg.GlobalOutstandingLimit, cfg.LargeRequestMaxBytes, cfg.LargeRequestThreshold, &s.stats.outstanding)
-	s.reaperClock = opts.ReaperClock // container/TTL reaper (reaper.go)
+	s.reaperClock = session.RealClock{} // container/TTL reaper (reaper.go)
+	for _, o := range seams {
+		o(s)
+	}
 	s.dataDir, s.logDir = cfg.DataDir, cfg.DataLogDir
 	if s.logDir == "" {
 		s.logDir = s.dataDir
@@ -158,11 +169,7 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s.idGen = session.NewIDGenerator(s.serverID, time.Now().UnixMilli())
-	clock := opts.Clock
-	if clock == nil {
-		clock = session.RealClock{}
-	}
-	s.tracker = session.NewTracker(clock, time.Duration(cfg.TickTime)*time.Millisecond, s.expireSessions)
+	s.tracker = session.NewTracker(session.RealClock{}, time.Duration(cfg.TickTime)*time.Millisecond, s.expireSessions)
 	network, err := memberNetwork(cfg, logger) // ensemble.go
 	if err != nil {
 		return nil, err

@@ -76,7 +76,7 @@ func (c *reapClock) settle(t *testing.T) {
 // startReapServer runs an in-process server whose reaper uses clk.
 func startReapServer(t *testing.T, cfg conf.Config, clk *reapClock) *server.Server {
 	t.Helper()
-	return servertest.Start(t, server.Options{Config: cfg, Logger: testutil.Logger(t, slog.LevelInfo), ReaperClock: clk})
+	return servertest.Start(t, server.Options{Config: cfg, Logger: testutil.Logger(t, slog.LevelInfo)}, server.WithReaperClock(clk))
 }
 
 func snCreate(t *testing.T, c *zk.Conn, path string, data []byte) {

@@ -12,16 +12,17 @@ import (
 	"github.com/zkserverd/zkserverd/server/ops"
 )
 
-// Start runs a server with opts until the test ends; it fails the test if
-// the server does not start within 30 seconds. Without opts.Operator the
-// server gets the operator surfaces of package ops (four-letter words,
-// AdminServer, /metrics, audit log) with a registry of its own.
-func Start(t testing.TB, opts server.Options) *server.Server {
+// Start runs a server with opts (and seams, as server.New takes them) until
+// the test ends; it fails the test if the server does not start within 30
+// seconds. Without opts.Operator the server gets the operator surfaces of
+// package ops (four-letter words, AdminServer, /metrics, audit log) with a
+// registry of its own.
+func Start(t testing.TB, opts server.Options, seams ...server.Option) *server.Server {
 	t.Helper()
 	if opts.Operator == nil {
 		opts.Operator = ops.New(ops.Options{})
 	}
-	srv, err := server.New(opts)
+	srv, err := server.New(opts, seams...)
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
