@@ -13,6 +13,8 @@ import (
 // writes). The cache holds the latest run of consecutive entries, at most
 // maxCachedLogs of them and maxCachedLogBytes of data, so its memory stays
 // small whatever the entries' size. Guarded by mu.
+// (Not raft.NewLogCache: it bounds only the count, so 256 entries of 1 MiB
+// would stay in memory, and it empties itself at every compaction.)
 type recentLogs struct {
 	raft.LogStore
 
