@@ -115,3 +115,28 @@ func javaStringHash(s string) uint32 {
 	}
 	return h
 }
+
+// authIDs returns a copy of the connection's identities.
+func (c *conn) authIDs() []jute.ID {
+	c.idsMu.Lock()
+	defer c.idsMu.Unlock()
+	return append([]jute.ID(nil), c.ids...)
+}
+
+// addIDs adds identities, keeping them a set.
+func (c *conn) addIDs(ids []jute.ID) {
+	c.idsMu.Lock()
+	defer c.idsMu.Unlock()
+	for _, id := range ids {
+		dup := false
+		for _, have := range c.ids {
+			if have == id {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			c.ids = append(c.ids, id)
+		}
+	}
+}

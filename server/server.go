@@ -67,9 +67,9 @@ type Server struct {
 	// when a gated write's connection ends before the write is applied.
 	gated   atomic.Int64
 	started time.Time
-	// readBuffers holds the read buffers of ended connections (conn.go).
+	// readBuffers holds the read buffers of ended connections (conn_pool.go).
 	readBuffers sync.Pool
-	// pipelines holds the empty pipeline queues of ended connections (conn.go).
+	// pipelines holds the empty pipeline queues of ended connections (conn_pool.go).
 	pipelines sync.Pool
 	// notifications shares encoded notification frames (watches.go).
 	notifications notificationFrames

@@ -1,0 +1,145 @@
+package server
+
+import (
+	"time"
+
+	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/replication"
+	"github.com/zkserverd/zkserverd/txnlog"
+)
+
+// handle decodes one request frame and puts it in the pipeline. It returns
+// false when no further frame may be read.
+func (c *conn) handle(payload []byte) bool {
+	c.recv.Add(1)
+	c.s.stats.packetsReceived.Add(1)
+	sid := c.sessionID.Load()
+	c.s.touch(sid)
+	now := time.Now()
+	d := jute.NewDecoder(payload)
+	var h jute.RequestHeader
+	h.Decode(d)
+	if d.Err() != nil {
+		c.log.Warn("malformed request header; closing", "len", len(payload))
+		return false
+	}
+	reply := func(err jute.Code, zxid int64, closeAfter bool) bool {
+		c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now, closeAfter: closeAfter,
+			frame: replyFrame(h.Xid, zxid, err, nil)})
+		return !closeAfter
+	}
+	if c.refuseUnauthenticated(h, now) {
+		return false
+	}
+	switch h.Type {
+	case jute.OpPing:
+		c.enqueue(&pending{kind: kindPing, xid: jute.XidPing, op: h.Type, received: now})
+		return true
+	case jute.OpAuth:
+		return c.handleAuth(h.Xid, d, now)
+	case jute.OpSASL:
+		return c.handleSASL(h.Xid, d, now) // sasl.go
+	case jute.OpCreateSession, jute.OpDeleteContainer:
+		c.log.Warn("internal opcode from a client; closing", "op", h.Type)
+		return reply(jute.Unimplemented, -1, true)
+	}
+	if handled, more := c.refuseInReadOnly(h, now); handled {
+		return more
+	}
+	req := jute.NewRequest(h.Type)
+	if req == nil {
+		c.log.Warn("unknown opcode; closing", "op", int32(h.Type))
+		return reply(jute.Unimplemented, -1, true)
+	}
+	req.Decode(d)
+	if d.Err() != nil {
+		c.log.Info("undecodable request", "op", h.Type, "err", d.Err())
+		return reply(jute.MarshallingError, c.s.node.LastZxid(), false)
+	}
+	if code, body := checkMultiKinds(h.Type, req); code != jute.OK {
+		c.log.Info("multi with ops of the wrong kind", "op", h.Type, "err", code)
+		c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now,
+			frame: errorFrame(h.Xid, c.s.node.LastZxid(), code, body)})
+		return true
+	}
+	nullIdx, hasNull := d.FirstNullString()
+	if hasNull && c.rejectNull(h, req, nullIdx, now) {
+		return true
+	}
+	switch {
+	case h.Type == jute.OpReconfig && c.s.cfg.ReconfigEnabled:
+		c.order.addBarrier()
+		c.enqueue(&pending{kind: kindReconfig, xid: h.Xid, op: h.Type, req: req, ids: c.authIDs(), received: now})
+	case h.Type.IsWrite():
+		return c.submitWrite(h, req, sid, now)
+	case h.Type == jute.OpSync:
+		c.order.addBarrier()
+		c.enqueue(&pending{kind: kindSync, xid: h.Xid, op: h.Type, req: req, received: now, nullPath: hasNull})
+	default:
+		// The identities are those the connection had when the request
+		// arrived, as ZooKeeper captures them: an auth packet pipelined
+		// after a read does not grant that read anything.
+		c.order.addRead()
+		c.enqueue(&pending{kind: kindRead, xid: h.Xid, op: h.Type, req: req, ids: c.authIDs(), received: now})
+	}
+	return true
+}
+
+// submitWrite proposes a write transaction and queues its reply slot.
+func (c *conn) submitWrite(h jute.RequestHeader, req jute.Record, sid int64, received time.Time) bool {
+	closing := h.Type == jute.OpCloseSession
+	if closing {
+		c.closeRequested.Store(true)
+		req = nil
+	}
+	ids := c.authIDs()
+	t := &txnlog.Txn{RequestID: c.s.node.NewRequestID(), Tree: datatree.Txn{Type: h.Type, SessionID: sid, Request: req, IDs: ids}}
+	p := &pending{kind: kindWrite, xid: h.Xid, op: h.Type, req: req, ids: ids, received: received, closeAfter: closing}
+	now, gated := c.order.admitWrite(t.RequestID)
+	switch {
+	case !now:
+		p.deferred = t
+	case gated:
+		c.s.gated.Add(1)
+		p.outcome = c.propose(t)
+	default:
+		p.outcome = c.propose(t)
+	}
+	c.enqueue(p)
+	return !closing
+}
+
+// propose submits one of this connection's writes, registered first with
+// the outbox so that notifications of later transactions wait for its reply.
+func (c *conn) propose(t *txnlog.Txn) <-chan replication.Outcome {
+	c.out.expect(t.RequestID)
+	return c.s.node.Submit(t)
+}
+
+// checkMultiKinds rejects a multi holding read ops and a multiRead holding
+// write ops with MarshallingError. ZooKeeper decodes a multi record only
+// when all its ops are of one kind (reads or writes), so a mixed request
+// fails to decode and gets a bare header; a multiRead made only of write
+// ops decodes, fails later, and its reply still carries the end marker.
+func checkMultiKinds(op jute.OpCode, req jute.Record) (jute.Code, jute.Record) {
+	m, ok := req.(*jute.MultiRequest)
+	if !ok {
+		return jute.OK, nil
+	}
+	reads := 0
+	for _, o := range m.Ops {
+		if o.Type == jute.OpGetData || o.Type == jute.OpGetChildren {
+			reads++
+		}
+	}
+	switch {
+	case op == jute.OpMulti && reads > 0:
+		return jute.MarshallingError, nil
+	case op == jute.OpMultiRead && reads == 0 && len(m.Ops) > 0:
+		return jute.MarshallingError, &jute.MultiResponse{}
+	case op == jute.OpMultiRead && reads < len(m.Ops):
+		return jute.MarshallingError, nil
+	}
+	return jute.OK, nil
+}
