@@ -12,8 +12,12 @@
 // (snapCount, 4lw.commands.whitelist, admin.*, authProvider.N, ...) are
 // accepted both bare and with the "zookeeper." prefix. Keys that are known
 // but have no effect here, and unknown keys, are kept in Config.Extra;
-// unknown keys also produce a warning. A value that does not parse is an
-// error naming the key and the value.
+// unknown keys also produce a warning, which names the known key an
+// unknown one is likely a mistake for ("did you mean tickTime?"). A value
+// that does not parse is an error naming the key and the value. Load
+// requires a dataDir line, as ZooKeeper does, and names the file in every
+// error (KeyError.Source; WithSource lets a caller name the file or flag
+// behind Validate's errors).
 //
 // Config.Lines renders the `conf` four-letter word. The package imports
 // only the standard library.

@@ -425,7 +425,7 @@ func LoadEnv(environ []string) (Config, []string, error) {
 	}
 	if origins == nil {
 		if err := cfg.Validate(); err != nil {
-			return Config{}, nil, fmt.Errorf("conf: %s: %w", path, err)
+			return Config{}, nil, WithSource(err, path)
 		}
 		return cfg, warnings, nil
 	}
@@ -444,9 +444,9 @@ func loadEnvFile(path string, sys []Property) (Config, []string, map[string]stri
 		return Config{}, nil, nil, fmt.Errorf("conf: %w", err)
 	}
 	defer f.Close()
-	cfg, warnings, err := Parse(f, sys...)
+	cfg, warnings, err := parseFile(f, path, sys)
 	if err != nil {
-		return Config{}, nil, nil, fmt.Errorf("conf: %s: %w", path, err)
+		return Config{}, nil, nil, err
 	}
 	return cfg, warnings, nil, nil
 }

@@ -21,12 +21,22 @@ const maxConfigSize = 4 << 20
 const sysPropPrefix = "zookeeper."
 
 // Parse reads a zoo.cfg from r, starting from Default(). It returns the
-// configuration, warnings (one per unknown key, naming it, plus values it
-// adjusted), and an error naming the key and value of the first value that
-// does not parse. Parse does not call Validate. System properties (see
-// SystemProperties) are applied before the file's lines, so the file wins
-// where both set a value.
+// configuration, warnings (one per unknown key, naming it and the known key
+// it may be a mistake for, plus values it adjusted), and an error naming the
+// key and value of the first value that does not parse. Parse does not call
+// Validate, and does not require dataDir (Load does). System properties
+// (see SystemProperties) are applied before the file's lines, so the file
+// wins where both set a value.
 func Parse(r io.Reader, sys ...Property) (Config, []string, error) {
+	c, p, err := parse(r, sys)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	return c, p.warnings, nil
+}
+
+// parse is Parse, returning the parser for what it saw.
+func parse(r io.Reader, sys []Property) (Config, *parser, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxConfigSize+1))
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("conf: read: %w", err)
@@ -39,30 +49,59 @@ func Parse(r io.Reader, sys ...Property) (Config, []string, error) {
 		return Config{}, nil, err
 	}
 	c := Default()
-	p := &parser{c: &c}
-	for _, kv := range append(toProperties(sys), props...) {
+	p := &parser{c: &c, suggested: map[string]string{}}
+	for _, kv := range toProperties(sys) {
+		if err := p.set(kv.key, kv.value); err != nil {
+			return Config{}, nil, err
+		}
+	}
+	for _, kv := range props {
+		p.fileKeys = append(p.fileKeys, kv.key)
 		if err := p.set(kv.key, kv.value); err != nil {
 			return Config{}, nil, err
 		}
 	}
 	p.finish()
 	c.SASL.JVMProperties = propertyMap(sys)
+	return c, p, nil
+}
+
+// parseFile parses a configuration file read from r, as Parse does, and
+// requires what ZooKeeper requires of a file: a dataDir line
+// (QuorumPeerConfig refuses to start without one). Every error names path.
+func parseFile(r io.Reader, path string, sys []Property) (Config, []string, error) {
+	c, p, err := parse(r, sys)
+	if err != nil {
+		return Config{}, nil, WithSource(err, path)
+	}
+	if !slices.Contains(p.fileKeys, "dataDir") {
+		reason := "is not set: ZooKeeper refuses to start without it; add dataDir=<directory>"
+		for _, key := range p.fileKeys {
+			if p.suggested[key] == "dataDir" {
+				reason = fmt.Sprintf("is not set (the file sets %q: did you mean dataDir?)", key)
+				break
+			}
+		}
+		return Config{}, nil, &KeyError{Source: path, Key: "dataDir", Reason: reason, Missing: true}
+	}
 	return c, p.warnings, nil
 }
 
-// Load parses the file at path (see Parse). When the file lists servers,
-// it also reads MyID from dataDir/myid; a missing myid file is an error
-// only for an ensemble (see Distributed), as in ZooKeeper. DataDir is kept
-// as written, relative or not. sys are applied as Parse applies them.
+// Load parses the file at path (see Parse); the file must set dataDir, as
+// ZooKeeper requires. When the file lists servers, it also reads MyID from
+// dataDir/myid; a missing myid file is an error only for an ensemble (see
+// Distributed), as in ZooKeeper. DataDir is kept as written, relative or
+// not. sys are applied as Parse applies them. Every error names the file
+// (KeyError.Source) or the myid file.
 func Load(path string, sys ...Property) (Config, []string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("conf: load: %w", err)
 	}
 	defer f.Close()
-	c, warnings, err := Parse(f, sys...)
+	c, warnings, err := parseFile(f, path, sys)
 	if err != nil {
-		return Config{}, nil, fmt.Errorf("load %s: %w", path, err)
+		return Config{}, nil, err
 	}
 	if len(c.Servers) > 0 {
 		id, err := LoadMyID(c.DataDir)
@@ -71,7 +110,7 @@ func Load(path string, sys ...Property) (Config, []string, error) {
 			c.MyID = id
 		case errors.Is(err, fs.ErrNotExist) && !c.Distributed():
 		default:
-			return Config{}, nil, fmt.Errorf("load %s: %w", path, err)
+			return Config{}, nil, WithSource(err, path)
 		}
 	}
 	return c, warnings, nil
@@ -101,6 +140,10 @@ type parser struct {
 	warnings      []string
 	dataLogDirSet bool
 	clientPortSet bool
+	// fileKeys are the keys of the file's lines (not system properties),
+	// in order; suggested maps each unknown key to its suggestion.
+	fileKeys  []string
+	suggested map[string]string
 }
 
 // set applies one key: first-class zoo.cfg keys, then system-property
@@ -124,9 +167,18 @@ func (p *parser) set(key, value string) error {
 		return err
 	}
 	p.c.Extra[key] = value
+	suggestion := ""
 	if !knownUninterpreted(key) && !knownUninterpreted(name) {
-		p.warnf("conf: unknown key %q (kept, not interpreted)", key)
+		suggestion = suggestKey(key)
+	} else if suggestion = caseSuggestion(key); suggestion == "" {
+		return nil
 	}
+	if suggestion == "" {
+		p.warnf("conf: unknown key %q (kept, not interpreted)", key)
+		return nil
+	}
+	p.suggested[key] = suggestion
+	p.warnf("conf: unknown key %q (kept, not interpreted): did you mean %s?", key, suggestion)
 	return nil
 }
 

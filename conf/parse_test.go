@@ -556,14 +556,72 @@ func TestLoadStandaloneSingleServerNeedsNoMyID(t *testing.T) {
 	}
 }
 
-func TestParseBadFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "zoo.cfg")
-	if err := os.WriteFile(path, []byte("tickTime=abc\n"), 0o644); err != nil {
+// TestLoadErrorsNameFileAndKey: every error Load reports names the file
+// and the key, and a file without dataDir is refused, as ZooKeeper refuses
+// it, with the misspelled key named when there is one.
+func TestLoadErrorsNameFileAndKey(t *testing.T) {
+	tests := []struct {
+		name string
+		text string // "{dir}" is replaced by a directory
+		want string // the error after "conf: <path>: "
+	}{
+		{"bad value", "dataDir={dir}\ntickTime=abc\n", `tickTime: "abc" is not an integer`},
+		{"no dataDir", "tickTime=2000\nclientPort=2181\n", "dataDir is not set: ZooKeeper refuses to start without it"},
+		{"misspelled dataDir", "dataDIr={dir}\n", `dataDir is not set (the file sets "dataDIr": did you mean dataDir?)`},
+		{"dataDir typo", "dtaDir={dir}\n", `dataDir is not set (the file sets "dtaDir": did you mean dataDir?)`},
+		{"dataDir only as a system property is not enough", "tickTime=2000\n", "dataDir is not set"},
+		{"bad escape", "dataDir={dir}\nkey=\\u00zz\n", "key:"},
+		{"bad myid", "dataDir={dir}\nserver.1=a:1:2\nserver.2=b:1:2\n", "myid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "zoo.cfg")
+			if err := os.WriteFile(path, []byte(strings.ReplaceAll(tt.text, "{dir}", dir)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tt.name == "bad myid" {
+				if err := os.WriteFile(filepath.Join(dir, "myid"), []byte("x"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, _, err := Load(path, Property{Key: "dataDir", Value: dir})
+			prefix := "conf: " + path + ": "
+			if err == nil || !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load error = %v\nwant %q followed by %q", err, prefix, tt.want)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %v does not match ErrInvalid", err)
+			}
+		})
+	}
+}
+
+// TestLoadWarnsAboutMisspelledKeys: an unknown key close to a known one is
+// kept, and its warning names the known key.
+func TestLoadWarnsAboutMisspelledKeys(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "zoo.cfg")
+	text := "dataDir=" + dir + "\ntickTme=2000\nzookeeper.snapcount=10\nssl.keystore.location=/k.p12\nsever.2=a:1:2\nnoSuchThing=1\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := Load(path)
-	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `conf: tickTime: "abc" is not an integer`) {
-		t.Fatalf("Load error = %v", err)
+	c, warnings, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`conf: unknown key "tickTme" (kept, not interpreted): did you mean tickTime?`,
+		`conf: unknown key "zookeeper.snapcount" (kept, not interpreted): did you mean zookeeper.snapCount?`,
+		`conf: unknown key "ssl.keystore.location" (kept, not interpreted): did you mean ssl.keyStore.location?`,
+		`conf: unknown key "sever.2" (kept, not interpreted): did you mean server.2?`,
+		`conf: unknown key "noSuchThing" (kept, not interpreted)`,
+	}
+	if !reflect.DeepEqual(warnings, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warnings, "\n"), strings.Join(want, "\n"))
+	}
+	if c.TickTime != 3000 || c.Extra["tickTme"] != "2000" {
+		t.Errorf("tickTime %d, Extra %v: the misspelled key must be kept, not applied", c.TickTime, c.Extra)
 	}
 }
 
