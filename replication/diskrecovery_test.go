@@ -110,25 +110,17 @@ func writeFile(t *testing.T, path string, b []byte) {
 }
 
 // snapshotDirs returns the snapshot directories under a data directory,
-// oldest first (their names start with term and index).
+// oldest first.
 func snapshotDirs(t *testing.T, dir string) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(dir, "raft", snapshotsDir))
+	dirs, err := SnapshotDirs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, e := range entries {
-		if e.IsDir() && !strings.Contains(e.Name(), ".") {
-			out = append(out, filepath.Join(dir, "raft", snapshotsDir, e.Name()))
-		}
+	for _, d := range slices.Backward(dirs) {
+		out = append(out, d.Path)
 	}
-	slices.SortFunc(out, func(a, b string) int {
-		var ta, ia, tb, ib, ms uint64
-		fmt.Sscanf(filepath.Base(a), "%d-%d-%d", &ta, &ia, &ms)
-		fmt.Sscanf(filepath.Base(b), "%d-%d-%d", &tb, &ib, &ms)
-		return int(ia) - int(ib)
-	})
 	return out
 }
 

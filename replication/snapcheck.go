@@ -19,8 +19,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/hashicorp/raft"
 )
@@ -93,29 +91,22 @@ func logRange(logs raft.LogStore) (first, last uint64, err error) {
 	return first, last, nil
 }
 
-// candidates lists the snapshot directories, newest first. One whose
-// metadata does not read is damaged; its term and index come from its
-// name. Directories whose names are not snapshot IDs are not listed.
+// candidates lists the snapshot directories, newest first (scanSnapshots,
+// snapdirs.go: directories whose names are not snapshot IDs are not
+// listed). One whose metadata does not read is damaged; its term and index
+// come from its name.
 func (s *snapshotStore) candidates() ([]*snapCandidate, error) {
-	entries, err := os.ReadDir(s.dir)
+	dirs, err := scanSnapshots(s.dir)
 	if err != nil {
-		return nil, fmt.Errorf("replication: list snapshots: %w", err)
+		return nil, err
 	}
 	var out []*snapCandidate
-	for _, e := range entries {
-		name := e.Name()
-		if !e.IsDir() || strings.HasSuffix(name, snapTmpSuffix) || strings.HasSuffix(name, damagedSuffix) {
-			continue
-		}
-		c := &snapCandidate{id: name}
-		var ms int64
-		if _, err := fmt.Sscanf(name, "%d-%d-%d", &c.term, &c.index, &ms); err != nil {
-			continue
-		}
-		m, err := s.readMeta(name)
+	for _, d := range dirs {
+		c := &snapCandidate{id: d.ID, term: d.Term, index: d.Index}
+		m, err := s.readMeta(d.ID)
 		switch {
 		case err != nil:
-			c.file, c.err = filepath.Join(s.dir, name, snapMetaFile), err
+			c.file, c.err = filepath.Join(d.Path, snapMetaFile), err
 		case m.Version < raft.SnapshotVersionMin || m.Version > raft.SnapshotVersionMax:
 			continue // not ours to judge; all() skips it too
 		default:
@@ -123,10 +114,6 @@ func (s *snapshotStore) candidates() ([]*snapCandidate, error) {
 		}
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b *snapCandidate) int {
-		return compareSnapshots(&snapFileMeta{SnapshotMeta: raft.SnapshotMeta{Term: b.term, Index: b.index, ID: b.id}},
-			&snapFileMeta{SnapshotMeta: raft.SnapshotMeta{Term: a.term, Index: a.index, ID: a.id}})
-	})
 	return out, nil
 }
 

@@ -25,7 +25,6 @@ package replication
 // hold up the log's. Either way state.bin is fsynced before the rename.
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +33,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -149,36 +147,28 @@ func (s *snapshotStore) List() ([]*raft.SnapshotMeta, error) {
 	return out, nil
 }
 
-// all returns every complete snapshot whose metadata reads, newest first;
-// snapshots set aside as damaged (snapcheck.go) are not listed.
+// all returns every complete snapshot whose metadata reads, newest first
+// (scanSnapshots, snapdirs.go); snapshots set aside as damaged
+// (snapcheck.go) are not listed.
 func (s *snapshotStore) all() ([]*snapFileMeta, error) {
-	entries, err := os.ReadDir(s.dir)
+	dirs, err := scanSnapshots(s.dir)
 	if err != nil {
-		return nil, fmt.Errorf("replication: list snapshots: %w", err)
+		return nil, err
 	}
 	var metas []*snapFileMeta
-	for _, e := range entries {
-		if !e.IsDir() || strings.HasSuffix(e.Name(), snapTmpSuffix) || strings.HasSuffix(e.Name(), damagedSuffix) {
-			continue
-		}
-		m, err := s.readMeta(e.Name())
+	for _, d := range dirs {
+		m, err := s.readMeta(d.ID)
 		if err != nil {
-			s.log.Warn("skipping a snapshot", "dir", e.Name(), "err", err)
+			s.log.Warn("skipping a snapshot", "dir", d.ID, "err", err)
 			continue
 		}
 		if m.Version < raft.SnapshotVersionMin || m.Version > raft.SnapshotVersionMax {
-			s.log.Warn("skipping a snapshot", "dir", e.Name(), "version", m.Version)
+			s.log.Warn("skipping a snapshot", "dir", d.ID, "version", m.Version)
 			continue
 		}
 		metas = append(metas, m)
 	}
-	slices.SortFunc(metas, func(a, b *snapFileMeta) int { return compareSnapshots(b, a) })
 	return metas, nil
-}
-
-// compareSnapshots orders snapshots by term, then index, then ID.
-func compareSnapshots(a, b *snapFileMeta) int {
-	return cmp.Or(cmp.Compare(a.Term, b.Term), cmp.Compare(a.Index, b.Index), strings.Compare(a.ID, b.ID))
 }
 
 func (s *snapshotStore) readMeta(id string) (*snapFileMeta, error) {

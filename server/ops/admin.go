@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/replication"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/txnlog"
 )
@@ -347,43 +348,31 @@ func (o *Surfaces) adminIsReadOnly(url.Values) (jsonObject, string) {
 // it reports zxid 0 at the start time, as a fresh ZooKeeper reports the
 // snapshot it writes on startup.
 func (o *Surfaces) adminLastSnapshot(url.Values) (jsonObject, string) {
-	zxid, at, ok := lastSnapshot(filepath.Join(o.snapDir(), "raft", "snapshots"))
+	zxid, at, ok := lastSnapshot(o.snapDir())
 	if !ok {
 		zxid, at = 0, o.st.Started()
 	}
 	return jsonObject{{"zxid", strconv.FormatUint(uint64(zxid), 16)}, {"timestamp", at.Unix()}}, ""
 }
 
-// lastSnapshot finds the newest complete snapshot of hashicorp/raft's file
-// snapshot store in dir (directories named term-index-milliseconds holding
-// meta.json and state.bin) and reads the last zxid from the FSM snapshot
-// header at the start of state.bin (txnlog.ReadSnapshotHeader).
-func lastSnapshot(dir string) (zxid int64, at time.Time, ok bool) {
-	entries, err := os.ReadDir(dir)
+// lastSnapshot finds the newest complete snapshot (one with its meta.json)
+// among the snapshot directories of dataDir (replication.SnapshotDirs: not
+// an unfinished one, nor one set aside as damaged) and reads the last zxid
+// from the FSM snapshot header at the start of its state.bin
+// (txnlog.ReadSnapshotHeader).
+func lastSnapshot(dataDir string) (zxid int64, at time.Time, ok bool) {
+	dirs, err := replication.SnapshotDirs(dataDir)
 	if err != nil {
 		return 0, time.Time{}, false
 	}
-	var best [3]uint64
-	bestName := ""
-	for _, e := range entries {
-		var term, index, ms uint64
-		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
-			continue
-		}
-		if _, err := fmt.Sscanf(e.Name(), "%d-%d-%d", &term, &index, &ms); err != nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dir, e.Name(), "meta.json")); err != nil {
-			continue
-		}
-		if key := [3]uint64{term, index, ms}; bestName == "" || slices.Compare(key[:], best[:]) > 0 {
-			best, bestName = key, e.Name()
-		}
-	}
-	if bestName == "" {
+	i := slices.IndexFunc(dirs, func(d replication.SnapshotDir) bool {
+		_, err := os.Stat(filepath.Join(d.Path, "meta.json"))
+		return err == nil
+	})
+	if i < 0 {
 		return 0, time.Time{}, false
 	}
-	f, err := os.Open(filepath.Join(dir, bestName, "state.bin"))
+	f, err := os.Open(filepath.Join(dirs[i].Path, "state.bin"))
 	if err != nil {
 		return 0, time.Time{}, false
 	}
@@ -392,7 +381,7 @@ func lastSnapshot(dir string) (zxid int64, at time.Time, ok bool) {
 	if err != nil {
 		return 0, time.Time{}, false
 	}
-	return h.LastZxid, time.UnixMilli(int64(best[2])), true
+	return h.LastZxid, dirs[i].Taken, true
 }
 
 // adminLeader names the leader of an ensemble; a standalone server and the

@@ -506,10 +506,47 @@ func TestAdminLastSnapshot(t *testing.T) {
 	}
 }
 
+// TestAdminLastSnapshotSkipsDamaged: when the newest snapshot is set aside
+// as damaged (renamed with ".damaged", as a member does at start when it
+// fails its checks), last_snapshot names the one before it.
+func TestAdminLastSnapshotSkipsDamaged(t *testing.T) {
+	s := startOpsServer(t, testOptions{Config: opsConfig(t)})
+	c := opsClient(t, s)
+	node := s.Replica().(*replication.Node)
+	var zxids []string
+	for i := range 2 {
+		if _, err := c.Create("/d"+strconv.Itoa(i), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		zxids = append(zxids, strconv.FormatInt(node.LastZxid(), 16))
+		if err := node.Snapshot(); err != nil {
+			t.Fatalf("snapshot: %v", err)
+		}
+	}
+	lsnp := func() any { return decodeJSON(t, "lsnp", adminGet(t, s, "lsnp"))["zxid"] }
+	if got := lsnp(); got != zxids[1] {
+		t.Fatalf("last_snapshot zxid %v, want the newest snapshot's %s", got, zxids[1])
+	}
+	dataDir, _ := s.DataDirs()
+	dirs, err := replication.SnapshotDirs(dataDir)
+	if err != nil || len(dirs) != 2 {
+		t.Fatalf("snapshot directories %v, %v; want two", dirs, err)
+	}
+	if err := os.Rename(dirs[0].Path, dirs[0].Path+".damaged"); err != nil {
+		t.Fatal(err)
+	}
+	if got := lsnp(); got != zxids[0] {
+		t.Fatalf("last_snapshot zxid %v with the newest snapshot damaged, want the one before's %s", got, zxids[0])
+	}
+}
+
+// TestLastSnapshotPicksNewest: the newest complete snapshot, never an
+// unfinished one, one set aside as damaged (even when newest) or one whose
+// name carries other text.
 func TestLastSnapshotPicksNewest(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, meta bool, header []byte) {
-		d := filepath.Join(dir, name)
+		d := filepath.Join(dir, "raft", "snapshots", name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -532,6 +569,9 @@ func TestLastSnapshotPicksNewest(t *testing.T) {
 	write("2-9-1700000009000", true, header(0x200000004))
 	write("3-11-1700000001000.tmp", true, header(0x300000001))
 	write("3-12-1700000002000", false, header(0x300000002))
+	write("5-20-1700000004000.damaged", true, header(0x500000001))
+	write("5-21-1700000005000x", true, header(0x500000002))
+	write("5-22-1700000006000-old", true, header(0x500000003))
 	zxid, at, ok := lastSnapshot(dir)
 	if !ok || zxid != 0x200000005 || at.UnixMilli() != 1700000000000 {
 		t.Errorf("lastSnapshot = %x %v %v, want 200000005 at 1700000000000", zxid, at.UnixMilli(), ok)
