@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +18,8 @@ import (
 	"github.com/zkserverd/zkserverd/server/ops"
 )
 
-// runFlags are the root command's flags.
+// runFlags are the root command's flags; healthcheck and status use the
+// ones addConfigFlags defines.
 type runFlags struct {
 	config     string
 	dataDir    string
@@ -47,29 +48,41 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// --version prints what the version command prints.
+	root.Version = versionLine()
+	root.SetVersionTemplate("{{.Version}}\n")
+	addConfigFlags(root, &f)
 	fl := root.Flags()
-	fl.StringVar(&f.config, "config", "", "zoo.cfg-style configuration file")
-	fl.StringVar(&f.dataDir, "data-dir", "", "data directory (overrides dataDir; default ./data)")
 	fl.StringVar(&f.dataLogDir, "data-log-dir", "", "transaction log directory (overrides dataLogDir; default: the data directory)")
-	fl.IntVar(&f.clientPort, "client-port", 0, "client port (overrides clientPort; default 2181)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.BoolVar(&f.forceNewEnsemble, "force-new-ensemble", false, "an empty ensemble member bootstraps a new ensemble although some listed members do not answer (see docs/operations.md)")
 	fl.StringVar(&f.pprofAddr, "pprof", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
-	root.AddCommand(newVersionCommand(), newClusterCommand(stderr), newHealthcheckCommand(&f), newPrintConfigCommand())
+	root.AddCommand(newVersionCommand(), newClusterCommand(stderr), newHealthcheckCommand(), newStatusCommand(), newPrintConfigCommand())
 	root.AddCommand(newImportCommand(stderr))
 	return root
 }
 
+// newVersionCommand prints versionLine, as the root's --version does.
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the version, the commit and the build date",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "zkserverd %s, built on %s (%s)\n", server.Version, server.BuildDate, runtime.Version())
+			fmt.Fprintln(cmd.OutOrStdout(), versionLine())
 		},
 	}
+}
+
+// addConfigFlags defines the flags that say which configuration to read
+// and which client port it has: the server's, and the ones healthcheck and
+// status take to find the server the same way.
+func addConfigFlags(cmd *cobra.Command, f *runFlags) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "zoo.cfg-style configuration file")
+	fl.StringVar(&f.dataDir, "data-dir", "", "data directory (overrides dataDir; default ./data)")
+	fl.IntVar(&f.clientPort, "client-port", 0, "client port (overrides clientPort; default 2181)")
 }
 
 // loadConfig resolves the configuration: the file if given, else the
@@ -127,7 +140,24 @@ func loadConfig(cmd *cobra.Command, f runFlags, logger *slog.Logger) (conf.Confi
 	if cfg.DataLogDir == "" {
 		cfg.DataLogDir = cfg.DataDir
 	}
-	return cfg, cfg.Validate()
+	return cfg, validateSources(cmd, f, cfg)
+}
+
+// validateSources validates cfg and names in each problem the flag or the
+// file that set the key.
+func validateSources(cmd *cobra.Command, f runFlags, cfg conf.Config) error {
+	err := cfg.Validate()
+	for _, o := range []struct{ flag, key string }{
+		{"data-dir", "dataDir"}, {"data-log-dir", "dataLogDir"}, {"client-port", "clientPort"},
+	} {
+		if fl := cmd.Flags().Lookup(o.flag); fl != nil && fl.Changed {
+			err = conf.WithSource(err, "--"+o.flag, o.key)
+		}
+	}
+	if f.config != "" {
+		err = conf.WithSource(err, f.config)
+	}
+	return err
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
@@ -145,7 +175,10 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format: %q is neither text nor json", format)
 }
 
-// run starts the server and blocks until SIGINT or SIGTERM.
+// run starts the server and blocks until SIGINT or SIGTERM. Nothing is
+// created on disk before the configuration is valid and its ports can be
+// bound (startup.go); a start that fails all the same removes the data
+// directories it created, when that is safe (startServer).
 func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
@@ -153,6 +186,9 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 	}
 	cfg, err := loadConfig(cmd, f, logger)
 	if err != nil {
+		return err
+	}
+	if err := checkPorts(cfg, f.config); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -164,20 +200,63 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 		}
 		defer stopProfiles()
 	}
-	srv, err := server.New(server.Options{Config: cfg, Logger: logger, Operator: ops.New(ops.Options{})})
+	srv, err := startServer(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	if err := srv.Start(ctx); err != nil {
-		srv.Close()
-		return err
-	}
+	sd := newNotifier(os.Getenv("NOTIFY_SOCKET"))
+	notified := make(chan struct{})
+	go func() { defer close(notified); notifyServing(ctx, sd, srv, time.Second, logger) }()
 	<-ctx.Done()
+	<-notified
 	logger.Info("shutting down")
+	if err := sd.send("STOPPING=1"); err != nil {
+		logger.Warn("cannot tell systemd the server is stopping", "err", err)
+	}
 	if err := srv.Close(); err != nil {
 		logger.Error("shutdown", "err", err)
 		return err
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// startServer creates and starts the server. When that fails, the data
+// directories this start created (they did not exist before) are removed
+// again, unless the server is an ensemble member that got as far as
+// running raft: it may have voted or acknowledged entries by then, and
+// forgetting a vote or an acknowledged entry could break the ensemble's
+// guarantees, so that directory is kept and the log says so.
+func startServer(ctx context.Context, cfg conf.Config, logger *slog.Logger) (*server.Server, error) {
+	created, err := newDirs(cfg.DataDir, cfg.EffectiveDataLogDir())
+	if err != nil {
+		return nil, err
+	}
+	cleanup := func() {
+		if len(created) == 0 {
+			return
+		}
+		if err := removeNewDirs(created); err != nil {
+			logger.Warn("could not remove the data directories this failed start created", "dirs", created, "err", err)
+			return
+		}
+		logger.Info("removed the data directories this failed start created", "dirs", created)
+	}
+	srv, err := server.New(server.Options{Config: cfg, Logger: logger, Operator: ops.New(ops.Options{})})
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	if err := srv.Start(ctx); err != nil {
+		srv.Close()
+		if cfg.Distributed() {
+			if len(created) > 0 {
+				logger.Warn("keeping the data directories this failed start created: the member may have taken part in the ensemble", "dirs", created)
+			}
+		} else {
+			cleanup()
+		}
+		return nil, err
+	}
+	return srv, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkserverd/zkserverd/internal/testutil"
+	"github.com/zkserverd/zkserverd/server"
 )
 
 func TestLocalAddr(t *testing.T) {
@@ -29,12 +30,38 @@ func TestProbeMode(t *testing.T) {
 	}
 }
 
+// TestVersionCommand: `zkserverd version` and `zkserverd --version` print
+// the same line: the version srvr reports, the commit and the build date.
 func TestVersionCommand(t *testing.T) {
-	var out bytes.Buffer
-	cmd := newRootCommand(&out, &out)
-	cmd.SetArgs([]string{"version"})
-	if err := cmd.Execute(); err != nil || !strings.HasPrefix(out.String(), "zkserverd 3.8.0") {
-		t.Fatalf("version: %q %v", out.String(), err)
+	run := func(args ...string) string {
+		var out bytes.Buffer
+		cmd := newRootCommand(&out, &out)
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out.String()
+	}
+	got := run("version")
+	want := "zkserverd " + server.Version + ", commit " + buildCommit() + ", built on " + server.BuildDate + " ("
+	if !strings.HasPrefix(got, want) || !strings.HasPrefix(got, "zkserverd 3.8.0") || !strings.HasSuffix(got, ")\n") {
+		t.Fatalf("version printed %q, want %q...", got, want)
+	}
+	if flag := run("--version"); flag != got {
+		t.Fatalf("--version printed %q, version %q", flag, got)
+	}
+}
+
+// TestBuildCommit: a commit stamped at link time wins over the build
+// information.
+func TestBuildCommit(t *testing.T) {
+	if buildCommit() == "" {
+		t.Fatal("empty commit")
+	}
+	defer func(c string) { commit = c }(commit)
+	commit = "0123abc"
+	if got := buildCommit(); got != "0123abc" {
+		t.Fatalf("buildCommit = %q with commit stamped", got)
 	}
 }
 

@@ -21,18 +21,25 @@ import (
 const healthTimeout = 4 * time.Second
 
 // newHealthcheckCommand checks the local server the way the Docker
-// HEALTHCHECK needs: healthy means serving (healthcheck).
-func newHealthcheckCommand(f *runFlags) *cobra.Command {
-	return &cobra.Command{
+// HEALTHCHECK and a rolling restart need: healthy means serving
+// (healthcheck). It finds the server as the server finds its
+// configuration (probeTarget).
+func newHealthcheckCommand() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
 		Use:   "healthcheck",
 		Short: "Exit 0 if the server configured here is serving clients",
-		Args:  cobra.NoArgs,
+		Long: "healthcheck reads the configuration as the server does (--config, the ZOO_*\n" +
+			"variables, or the defaults; --data-dir and --client-port override it), sends srvr\n" +
+			"to the client port on this machine and opens and closes a session. It exits 0\n" +
+			"and prints the mode when the server serves, and 1 otherwise.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd, *f, slog.New(slog.DiscardHandler))
+			addr, err := probeTarget(cmd, f)
 			if err != nil {
 				return err
 			}
-			mode, err := healthcheck(localAddr(cfg.ClientAddr()), healthTimeout)
+			mode, err := healthcheck(addr, healthTimeout)
 			if err != nil {
 				return err
 			}
@@ -40,6 +47,64 @@ func newHealthcheckCommand(f *runFlags) *cobra.Command {
 			return nil
 		},
 	}
+	addConfigFlags(cmd, &f)
+	return cmd
+}
+
+// newStatusCommand is zkServer.sh status: it names the configuration and
+// the client port it checked and prints the server's Mode. It runs the
+// health check, so a member that answers srvr but cannot create sessions
+// is not serving either; then it prints the reason and exits 1.
+func newStatusCommand() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Print the Mode of the server configured here (as zkServer.sh status); exit 1 unless it serves",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			addr, err := probeTarget(cmd, f)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if f.config != "" {
+				fmt.Fprintf(out, "Using config: %s\n", f.config)
+			}
+			host, port, _ := net.SplitHostPort(addr)
+			fmt.Fprintf(out, "Client port found: %s. Client address: %s.\n", port, host)
+			mode, err := healthcheck(addr, healthTimeout)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "Mode: %s\n", mode)
+			return nil
+		},
+	}
+	addConfigFlags(cmd, &f)
+	return cmd
+}
+
+// probeTarget returns the address on this machine of the client port the
+// configuration resolved from f (as the server resolves it) listens on.
+func probeTarget(cmd *cobra.Command, f runFlags) (string, error) {
+	cfg, err := loadConfig(cmd, f, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case cfg.NoClientPort:
+		return "", errors.New("healthcheck: the server has only a TLS client port (secureClientPort); pass --client-port with a plaintext port to check")
+	case cfg.ClientPort == 0 && !hasServerClientPort(cfg):
+		return "", errors.New("healthcheck: clientPort is 0 (the server picks a free port at start); pass --client-port")
+	}
+	return localAddr(cfg.ClientAddr()), nil
+}
+
+// hasServerClientPort reports whether this member's server line gives
+// the client port (server.N=...;port), which ClientAddr prefers.
+func hasServerClientPort(cfg conf.Config) bool {
+	s, ok := cfg.Self()
+	return ok && s.ClientPort != 0
 }
 
 // healthcheck reports whether the server at addr serves clients, and its

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +131,61 @@ func TestHealthcheckAgainstServer(t *testing.T) {
 	_, err := healthcheck(addr, 2*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "no session created") {
 		t.Fatalf("healthcheck of a server that cannot create sessions: %v", err)
+	}
+}
+
+// TestHealthcheckAndStatusCommands: both commands take --config and
+// --client-port (before, healthcheck --config was an unknown flag), check
+// the port the configuration names, and exit non-zero when the member is
+// not serving; status prints the port it checked and the Mode line.
+func TestHealthcheckAndStatusCommands(t *testing.T) {
+	const follower = "Zookeeper version: x\nMode: follower\nNode count: 5\n"
+	session := &jute.ConnectResponse{TimeOut: 4000, SessionID: 0x42, Passwd: make([]byte, 16)}
+	serving := fakeMember{srvrReply: follower, connect: session}.listen(t)
+	noSession := fakeMember{srvrReply: follower}.listen(t)
+	_, servingPort, _ := net.SplitHostPort(serving)
+	_, noSessionPort, _ := net.SplitHostPort(noSession)
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "zoo.cfg")
+	if err := writeFile(cfg, "dataDir="+dir+"\nclientPortAddress=127.0.0.1\nclientPort="+servingPort+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args    []string
+		want    string // stdout
+		wantErr string
+	}{
+		{[]string{"healthcheck", "--config", cfg}, "serving: follower\n", ""},
+		{[]string{"healthcheck", "--client-port", servingPort}, "serving: follower\n", ""},
+		{[]string{"healthcheck", "--config", cfg, "--client-port", noSessionPort}, "", "no session created"},
+		{[]string{"status", "--config", cfg},
+			"Using config: " + cfg + "\nClient port found: " + servingPort + ". Client address: 127.0.0.1.\nMode: follower\n", ""},
+		{[]string{"status", "--client-port", servingPort},
+			"Client port found: " + servingPort + ". Client address: 127.0.0.1.\nMode: follower\n", ""},
+		{[]string{"status", "--config", cfg, "--client-port", noSessionPort},
+			"Using config: " + cfg + "\nClient port found: " + noSessionPort + ". Client address: 127.0.0.1.\n", "no session created"},
+		{[]string{"status", "--config", cfg, "--client-port", "70000"}, "", `conf: --client-port: clientPort: "70000" is not a port number`},
+		{[]string{"status", "--client-port", "0"}, "", "clientPort is 0"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			for _, v := range []string{"ZOO_DATA_DIR", "ZOO_SERVERS", "ZOO_CFG_EXTRA", "SERVER_JVMFLAGS", "JVMFLAGS"} {
+				t.Setenv(v, "")
+			}
+			var out, errOut bytes.Buffer
+			cmd := newRootCommand(&out, &errOut)
+			cmd.SetArgs(tc.args)
+			err := cmd.Execute()
+			if out.String() != tc.want {
+				t.Errorf("stdout %q, want %q", out.String(), tc.want)
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
 	}
 }
