@@ -33,14 +33,10 @@ const maxQueued = 4096
 
 // maxUnappliedEntries bounds the entries out at a time. Each entry costs
 // every member the same fixed work whatever it carries (raft's bookkeeping,
-// a log frame, a message to each follower, an apply). With 256 allowed, an
-// entry carried 1–2 creates in a 3-member run with 512 requests in flight;
-// with a bound of 4, fixed work (300,000 creates of 1 KiB, 32 × 16) took
-// 28.4–31.6 µs of CPU per create summed over the members instead of
-// 36.1–42.6, and a standalone server (400,000 creates) 9.3–9.8 µs instead
-// of 10.8–11.6. 2, 4 and 8 do as well as each other there; 8 keeps session
-// churn (8 workers connecting and closing through three members), where 4
-// made proposals wait, at the unbounded rate.
+// a log frame, a message to each follower, an apply), so a small bound
+// makes entries carry more writes; below 8, session churn through several
+// members made proposals wait (docs/perf/journal.md, "Replication
+// constants").
 const maxUnappliedEntries = 8
 
 // enqueue adds ps and, unless another goroutine is flushing or the

@@ -102,13 +102,14 @@ const (
 // after a restart. An ensemble member uses a quarter of tickTime (at least
 // 250 ms) as its heartbeat and election timeout (raft randomizes each
 // between 1x and 2x): members that start together elect a leader within
-// about a second, and a dead leader is replaced about as fast. (One whole
-// tick made a 3-member restart wait 2-4 s for its election.) The leader's
-// lease, after which a leader that has heard from no quorum steps down, is
-// as long as the followers' heartbeat timeout, the most raft allows: at
-// half of it (raft's ratio), a leader whose process was starved of CPU for
-// 350 ms on a loaded machine stepped down while its followers still
-// followed it, and the ensemble had no leader until the next election.
+// about a second, and a dead leader is replaced about as fast (a whole
+// tick makes a restart wait seconds for its election). The leader's lease,
+// after which a leader that has heard from no quorum steps down, is as
+// long as the followers' heartbeat timeout, the most raft allows: at half
+// of it (raft's ratio), a leader whose process is starved of CPU for a
+// moment steps down while its followers still follow it, and the ensemble
+// has no leader until the next election. (Figures: docs/perf/journal.md,
+// "Replication constants".)
 func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.ServerID)
@@ -144,5 +145,6 @@ func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 }
 
 // raftCommitTimeout is raft's CommitTimeout for every member, raft's
-// default. At 5 ms an idle ensemble's appends were most of its CPU.
+// default: much shorter, and an idle ensemble's appends become most of its
+// CPU.
 const raftCommitTimeout = 50 * time.Millisecond

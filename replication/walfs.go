@@ -77,8 +77,8 @@ const zeroChunk = 256 << 10
 // writes zeros a chunk ahead of the log's writes, so that one journal
 // commit covers a chunk's worth of entries, and syncs with fdatasync after
 // the file's first sync (which also syncs its directory), as ZooKeeper's
-// log does. On a shared virtual disk this cut two concurrent writers'
-// fsyncs from ~145 to ~113 µs at p50 and from ~235 to ~155 µs at p90.
+// log does (what it bought: docs/perf/journal.md, "Replication
+// constants").
 // Its files' fsyncs are timed by syncs (nil: not timed).
 type zeroFS struct {
 	types.VFS
