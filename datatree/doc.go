@@ -34,7 +34,8 @@
 // at the transaction's own time, keeping a node that changed meanwhile.
 // Quota statistics (/zookeeper/quota/<path>/zookeeper_stats) are kept current
 // inside Apply, deterministically, and hard limits are enforced when
-// Config.EnforceQuota is set.
+// Config.EnforceQuota is set. ReadSnapshot keeps the stats a snapshot
+// holds; a Loader recounts them from its tree (RecomputeQuotaStats).
 //
 // Digest returns a 64-bit digest of the whole tree that members compare to
 // find a diverged replica. It is the sum, mod 2^64, over every node of an

@@ -22,8 +22,10 @@ import (
 // data is replaced in place, without a zxid, version, mtime or watch event,
 // as ZooKeeper's DataTree.updateQuotaStat does; creating the stats node
 // recomputes the subtree's usage. Everything is derived from the tree's
-// nodes, so a snapshot carries the quota state and nothing has to be
-// rebuilt on load.
+// nodes, so a snapshot carries the quota state and nothing is rebuilt when
+// one is read. A tree from elsewhere (a Loader's: an import from
+// ZooKeeper) has its stats recounted (RecomputeQuotaStats), as ZooKeeper
+// recounts them when it loads.
 //
 // Limits: "count" and "bytes" are soft limits, "countHardLimit" and
 // "byteHardLimit" hard ones; -1 or absence means none, and a hard limit
@@ -297,4 +299,67 @@ func (t *Tree) subtreeUsage(path string) (count, bytes int64) {
 		return 0, 0
 	}
 	return subtreeSize(n)
+}
+
+// RecomputeQuotaStats sets the data of every quota's stats node to the
+// usage of its subtree, counted afresh: count=<nodes at and below the
+// quota's path>,bytes=<their data bytes>, as ZooKeeper's DataTree does
+// for every quota when it loads a snapshot (setupQuota, which calls
+// updateQuotaForPath on each path with a zookeeper_limits node; a quota
+// whose stats node is missing is skipped, a path that no longer exists
+// counts 0). Unlike the updates of Apply, a recount includes the subtrees
+// of nested quotas. The nodes change as setQuotaData changes them: data
+// only, digest kept exact. It returns the paths of the stats nodes whose
+// data changed, sorted.
+//
+// It is for trees whose stats come from elsewhere: Loader.Finish calls
+// it, since an import from ZooKeeper carries stats that ZooKeeper itself
+// would recompute. ReadSnapshot does not: a zkserverd snapshot holds the
+// stats Apply kept, the same on every member and covered by the digest
+// the snapshot records, and a recount could change them (nested quotas)
+// and so the state outside the log.
+func (t *Tree) RecomputeQuotaStats() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q := t.quotaNode()
+	if q == nil {
+		return nil
+	}
+	// The quota roots: every level below /zookeeper/quota that holds a
+	// limits node, in path order so that the result does not depend on
+	// map order (a quota on /zookeeper counts the stats nodes' own bytes).
+	var roots []string
+	type item struct {
+		n    *node
+		path string
+	}
+	stack := []item{{q, ""}}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if it.path != "" && t.child(it.n, quotaLimitsName) != nil {
+			roots = append(roots, it.path)
+		}
+		it.n.kids.each(func(c *node) {
+			stack = append(stack, item{c, it.path + "/" + c.name})
+		})
+	}
+	slices.Sort(roots)
+	var changed []string
+	ctx := &applyCtx{}
+	for _, root := range roots {
+		stats := t.quotaNodeOf(root, quotaStatsName)
+		if stats == nil {
+			continue
+		}
+		count, bytes := t.subtreeUsage(root)
+		data := statsTrack{quotaCount: count, quotaBytes: bytes}.encode()
+		if string(data) == string(stats.data) {
+			continue
+		}
+		path := quotaPath + root + "/" + quotaStatsName
+		t.setQuotaData(ctx, path, stats, data)
+		changed = append(changed, path)
+	}
+	return changed
 }

@@ -2,6 +2,7 @@ package datatree
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -247,5 +248,121 @@ func TestNoQuotaFastPath(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() { h.tree.quotaRoot("/a/b/c/d") })
 	if allocs != 0 {
 		t.Errorf("quotaRoot allocates %v times", allocs)
+	}
+}
+
+// TestRecomputeQuotaStats: every stats node is set to its subtree's usage
+// (nested quotas' subtrees included, as ZooKeeper's load does), as data
+// only (no version, mzxid or mtime of its own), with the digest kept
+// exact; a quota without a stats node is left without one.
+func TestRecomputeQuotaStats(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.mustCreateData("/app", []byte("12345"))
+	h.mustCreateData("/app/sub", []byte("67"))
+	h.setQuota("/app", "count=100,bytes=-1")
+	h.setQuota("/app/sub", "count=10,bytes=-1")
+	// Counted by /app/sub's stats only (the deepest quota), so /app's
+	// stats miss it until a recount.
+	h.mustCreateData("/app/sub/x", []byte("890"))
+	h.mustCreateData("/gone", nil)
+	h.setQuota("/gone", "count=1,bytes=-1")
+	if r := h.apply(jute.OpDelete, &jute.DeleteRequest{Path: "/gone", Version: -1}); r.Err != jute.OK {
+		t.Fatalf("delete /gone: %v", r.Err)
+	}
+	h.mustCreateData("/nostats", nil)
+	h.mustCreateData(quotaPath+"/nostats", nil)
+	h.mustCreateData(quotaPath+"/nostats/"+quotaLimitsName, []byte("count=1,bytes=-1"))
+	// Clients overwrite stats: writes like any other.
+	for _, w := range []struct{ root, data string }{{"/app/sub", "count=0,bytes=0=;extra=1"}, {"/gone", "count=5,bytes=5"}} {
+		if r := h.apply(jute.OpSetData, &jute.SetDataRequest{Path: quotaPath + w.root + "/" + quotaStatsName,
+			Data: []byte(w.data), Version: -1}); r.Err != jute.OK {
+			t.Fatalf("setData: %v", r.Err)
+		}
+	}
+	if got := h.quotaStats("/app"); got != "count=2,bytes=7" {
+		t.Fatalf("before the recount /app's stats are %q", got)
+	}
+	before := map[string]jute.Stat{}
+	for _, root := range []string{"/app", "/app/sub", "/gone"} {
+		before[root] = h.stat(quotaPath + root + "/" + quotaStatsName)
+	}
+
+	changed := h.tree.RecomputeQuotaStats()
+	wantChanged := []string{quotaPath + "/app/" + quotaStatsName, quotaPath + "/app/sub/" + quotaStatsName, quotaPath + "/gone/" + quotaStatsName}
+	if !slices.Equal(changed, wantChanged) {
+		t.Errorf("changed %q, want %q", changed, wantChanged)
+	}
+	for root, want := range map[string]string{"/app": "count=3,bytes=10", "/app/sub": "count=2,bytes=5", "/gone": "count=0,bytes=0"} {
+		if got := h.quotaStats(root); got != want {
+			t.Errorf("stats of %s = %q, want %q", root, got, want)
+		}
+		after := h.stat(quotaPath + root + "/" + quotaStatsName)
+		b := before[root]
+		if after.Version != b.Version || after.Mzxid != b.Mzxid || after.Mtime != b.Mtime {
+			t.Errorf("stats node of %s: stat %+v, before %+v", root, after, b)
+		}
+	}
+	if _, code := h.tree.Exists(quotaPath+"/nostats/"+quotaStatsName, nil); code != jute.NoNode {
+		t.Errorf("a stats node was created for /nostats: %v", code)
+	}
+	checkDigest(t, h.tree, "after a recount")
+	if again := h.tree.RecomputeQuotaStats(); again != nil {
+		t.Errorf("a second recount changed %q", again)
+	}
+}
+
+// TestLoaderRecountsQuotaStats: a tree built by a Loader (an import from
+// ZooKeeper) gets its quota stats recounted, whatever the stored nodes
+// said, and its digest stays exact.
+func TestLoaderRecountsQuotaStats(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.mustCreateData("/app", []byte("12345"))
+	h.setQuota("/app", "count=100,bytes=-1")
+	h.mustCreateData("/app/a", []byte("678"))
+	nodes := storedNodes(h.tree)
+	statsPath := quotaPath + "/app/" + quotaStatsName
+	for i := range nodes {
+		if nodes[i].Path == statsPath {
+			nodes[i].Data = []byte("count=0,bytes=0") // what an import found
+		}
+	}
+	loaded, err := load(nodes, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := loaded.GetData(statsPath, nil, nil)
+	if string(data) != "count=2,bytes=8" {
+		t.Errorf("loaded stats %q, want count=2,bytes=8", data)
+	}
+	checkDigest(t, loaded, "loaded")
+	if loaded.Digest() != h.tree.Digest() {
+		t.Errorf("loaded digest %#x, the original's %#x", loaded.Digest(), h.tree.Digest())
+	}
+}
+
+// TestSnapshotKeepsQuotaStats: reading a zkserverd snapshot does not
+// recount the stats, so a member that restores one has exactly the tree,
+// and the digest, that the snapshot recorded, even where a recount would
+// differ (a change under a nested quota counts only in the deepest one).
+func TestSnapshotKeepsQuotaStats(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.mustCreateData("/app", nil)
+	h.mustCreateData("/app/sub", nil)
+	h.setQuota("/app", "count=100,bytes=-1")
+	h.setQuota("/app/sub", "count=10,bytes=-1")
+	h.mustCreateData("/app/sub/x", []byte("1"))
+	loaded, err := ReadSnapshot(bytes.NewReader(h.snapshot()), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := loaded.GetData(quotaPath+"/app/"+quotaStatsName, nil, nil)
+	if string(data) != "count=2,bytes=0" {
+		t.Errorf("loaded stats %q, want the snapshot's count=2,bytes=0", data)
+	}
+	if loaded.Digest() != h.tree.Digest() {
+		t.Errorf("loaded digest %#x, recorded %#x", loaded.Digest(), h.tree.Digest())
+	}
+	if changed := loaded.RecomputeQuotaStats(); len(changed) != 1 {
+		t.Errorf("a recount changed %q; the test needs a tree it changes", changed)
 	}
 }

@@ -92,7 +92,8 @@ func (l *Loader) link(path string, n *node) error {
 
 // Finish checks that the system nodes are there, computes the tree's
 // digest (one pass over the nodes: a node's hash needs its final child
-// count) and returns the tree.
+// count), recounts the quota statistics from the tree, as ZooKeeper does
+// when it loads (RecomputeQuotaStats), and returns the tree.
 func (l *Loader) Finish() (*Tree, error) {
 	t := l.t
 	for _, p := range []string{rootPath, procPath, quotaPath, configPath} {
@@ -102,6 +103,7 @@ func (l *Loader) Finish() (*Tree, error) {
 	}
 	t.quota = t.lookup(quotaPath)
 	t.digest = t.walkDigest()
+	t.RecomputeQuotaStats()
 	return t, nil
 }
 

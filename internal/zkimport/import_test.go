@@ -236,3 +236,38 @@ func TestInvalidTreeIsNotWritten(t *testing.T) {
 		t.Errorf("target holds %v (%v) after a failed import", entries, err)
 	}
 }
+
+// TestImportRecountsQuotaStats: the quota statistics of the imported tree
+// are counted from its nodes, as ZooKeeper counts them when it loads,
+// whatever the snapshot and logs held (the stats node keeps what its
+// create wrote, and ZooKeeper's in-memory updates are not logged); the
+// dropped ephemerals do not count.
+func TestImportRecountsQuotaStats(t *testing.T) {
+	d := emptyZooKeeperDB()
+	for _, n := range []*Node{
+		{Path: "/app", Data: []byte("12345")},
+		{Path: "/app/a", Data: []byte("678")},
+		{Path: "/app/eph", Data: []byte("dropped"), Stat: Stat{EphemeralOwner: 0x1234}},
+		{Path: "/zookeeper/quota/app", Data: nil},
+		{Path: "/zookeeper/quota/app/zookeeper_limits", Data: []byte("count=10,bytes=-1")},
+		{Path: "/zookeeper/quota/app/zookeeper_stats", Data: []byte("count=0,bytes=0")},
+	} {
+		n.ACL = jute.OpenACLUnsafe
+		d.put(n)
+	}
+	nodes, dropped := finalNodes(d)
+	if dropped != 1 {
+		t.Fatalf("dropped %d ephemerals, want 1", dropped)
+	}
+	tree, err := loadTree(nodes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, code := tree.GetData("/zookeeper/quota/app/zookeeper_stats", nil, nil)
+	if code != jute.OK || string(data) != "count=2,bytes=8" {
+		t.Fatalf("imported stats %q (%v), want count=2,bytes=8", data, code)
+	}
+	if tree.Digest() != tree.ComputeDigest() {
+		t.Fatalf("digest %#x, recomputed %#x", tree.Digest(), tree.ComputeDigest())
+	}
+}
