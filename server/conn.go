@@ -14,16 +14,18 @@ import (
 	"github.com/zkserverd/zkserverd/sasl"
 )
 
-// conn is one client connection. The reader goroutine owns br and the
+// conn is one client connection. It runs three goroutines (serve): the
+// reader (readLoop, after the handshake), the completer (completeLoop) and
+// the writer (the pipeline's writeLoop). The reader owns br and the
 // session binding; sessionID, timeout and the flags are atomics read by
-// others; ids is guarded by idsMu.
+// others; ids is guarded by idsMu. pl owns the connection's order and its
+// one way to the socket (pipeline.go); abort only closes the socket.
 type conn struct {
 	s           *Server
 	nc          net.Conn
 	br          *bufio.Reader
 	ip          string
-	out         *outbox
-	queue       chan *pending
+	pl          *pipeline
 	established time.Time
 	log         connLog
 
@@ -46,8 +48,6 @@ type conn struct {
 	// saslMech is the connection's SASL exchange (sasl.go), started by its
 	// first sasl request; owned by the reader goroutine.
 	saslMech sasl.Mechanism
-
-	order sessionOrder
 
 	idsMu sync.Mutex
 	ids   []jute.ID
@@ -72,8 +72,7 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 		nc:          nc,
 		br:          s.readBuffer(nc),
 		ip:          ip,
-		out:         newOutbox(outboxLimit),
-		queue:       s.pipelineQueue(),
+		pl:          newPipeline(s.pipelineQueue(), s.node.Submit),
 		established: time.Now(),
 		lat:         newLatencyStats(),
 		done:        make(chan struct{}),
@@ -105,32 +104,33 @@ func (g connLog) log(level slog.Level, msg string, args []any) {
 	g.l.Log(ctx, level, msg, append([]any{"remote", g.nc.RemoteAddr().String()}, args...)...)
 }
 
-// serve runs the connection to its end.
+// serve runs the connection to its end on the goroutine of its reader. The
+// writer starts first, as the handshake's replies go through it too.
 func (c *conn) serve() {
 	defer c.s.forget(c)
 	defer c.releaseReadBuffer()
 	// Empty by then: completeLoop took everything up to its nil item, or
 	// never ran (the handshake enqueues nothing).
-	defer c.s.pipelines.Put(c.queue)
+	defer c.s.pipelines.Put(c.pl.queue)
 	writerDone := make(chan struct{})
 	c.s.workers.run(func() {
 		defer close(writerDone)
 		defer c.recoverPanic("writer")
-		err := c.out.writeLoop(c.nc, c.writeTimeout(), c.countSent)
+		err := c.pl.out.writeLoop(c.nc, c.writeTimeout(), c.countSent)
 		if err != nil && !c.aborted.Load() {
 			c.log.Debug("write failed", "err", err)
 		}
 		c.nc.Close()
 	})
 	if !c.guard("handshake", c.handshake) {
-		c.out.close()
+		c.pl.out.close()
 		<-writerDone
 		return
 	}
 	completerDone := make(chan struct{})
 	c.s.workers.run(func() { defer close(completerDone); c.completeLoop() })
 	c.readLoop()
-	c.queue <- nil // ends completeLoop, and leaves the queue open for reuse
+	c.pl.queue <- nil // ends completeLoop, and leaves the queue open for reuse
 	<-completerDone
 	<-writerDone
 	c.s.watches.RemoveWatcher(c)
@@ -143,8 +143,11 @@ func (c *conn) writeTimeout() time.Duration {
 	return time.Duration(max(c.s.cfg.EffectiveMaxSessionTimeout(), c.s.cfg.SessionlessCnxnTimeout)) * time.Millisecond
 }
 
-// abort closes the connection at once (expiry, slow consumer, shutdown).
-// Queued replies are dropped.
+// abort closes the connection at once (expiry, slow consumer, shutdown):
+// closing the socket ends the reader's read and the writer's write, and
+// queued replies are dropped. It may be called from any goroutine; the
+// socket's Close may block briefly (TLS), so callers holding the tree lock
+// call it on a goroutine of its own.
 func (c *conn) abort(reason string) {
 	if c.aborted.Swap(true) {
 		return
@@ -152,9 +155,10 @@ func (c *conn) abort(reason string) {
 	close(c.done)
 	c.log.Info("closing connection", "reason", reason, "session", hexID(c.sessionID.Load()))
 	c.nc.Close()
-	c.out.close()
+	c.pl.out.close()
 }
 
+// countSent counts frames written (the writer's statistics callback).
 func (c *conn) countSent(frames [][]byte) {
 	c.sent.Add(int64(len(frames)))
 	c.s.stats.packetsSent.Add(int64(len(frames)))

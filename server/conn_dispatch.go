@@ -5,7 +5,6 @@ import (
 
 	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/jute"
-	"github.com/zkserverd/zkserverd/replication"
 	"github.com/zkserverd/zkserverd/txnlog"
 )
 
@@ -69,24 +68,23 @@ func (c *conn) handle(payload []byte) bool {
 	}
 	switch {
 	case h.Type == jute.OpReconfig && c.s.cfg.ReconfigEnabled:
-		c.order.addBarrier()
 		c.enqueue(&pending{kind: kindReconfig, xid: h.Xid, op: h.Type, req: req, ids: c.authIDs(), received: now})
 	case h.Type.IsWrite():
 		return c.submitWrite(h, req, sid, now)
 	case h.Type == jute.OpSync:
-		c.order.addBarrier()
 		c.enqueue(&pending{kind: kindSync, xid: h.Xid, op: h.Type, req: req, received: now, nullPath: hasNull})
 	default:
 		// The identities are those the connection had when the request
 		// arrived, as ZooKeeper captures them: an auth packet pipelined
 		// after a read does not grant that read anything.
-		c.order.addRead()
 		c.enqueue(&pending{kind: kindRead, xid: h.Xid, op: h.Type, req: req, ids: c.authIDs(), received: now})
 	}
 	return true
 }
 
-// submitWrite proposes a write transaction and queues its reply slot.
+// submitWrite queues a write with its transaction; the pipeline proposes
+// it now or once the connection's earlier reads have run
+// (pipeline_order.go).
 func (c *conn) submitWrite(h jute.RequestHeader, req jute.Record, sid int64, received time.Time) bool {
 	closing := h.Type == jute.OpCloseSession
 	if closing {
@@ -95,26 +93,8 @@ func (c *conn) submitWrite(h jute.RequestHeader, req jute.Record, sid int64, rec
 	}
 	ids := c.authIDs()
 	t := &txnlog.Txn{RequestID: c.s.node.NewRequestID(), Tree: datatree.Txn{Type: h.Type, SessionID: sid, Request: req, IDs: ids}}
-	p := &pending{kind: kindWrite, xid: h.Xid, op: h.Type, req: req, ids: ids, received: received, closeAfter: closing}
-	now, gated := c.order.admitWrite(t.RequestID)
-	switch {
-	case !now:
-		p.deferred = t
-	case gated:
-		c.s.gated.Add(1)
-		p.outcome = c.propose(t)
-	default:
-		p.outcome = c.propose(t)
-	}
-	c.enqueue(p)
+	c.enqueue(&pending{kind: kindWrite, xid: h.Xid, op: h.Type, req: req, txn: t, ids: ids, received: received, closeAfter: closing})
 	return !closing
-}
-
-// propose submits one of this connection's writes, registered first with
-// the outbox so that notifications of later transactions wait for its reply.
-func (c *conn) propose(t *txnlog.Txn) <-chan replication.Outcome {
-	c.out.expect(t.RequestID)
-	return c.s.node.Submit(t)
 }
 
 // checkMultiKinds rejects a multi holding read ops and a multiRead holding

@@ -220,5 +220,5 @@ func (c *conn) bindSession(sid int64, timeout int32) {
 
 func (c *conn) sendConnectResponse(req *jute.ConnectRequest, timeout int32, sid int64, passwd []byte) {
 	resp := jute.ConnectResponse{TimeOut: timeout, SessionID: sid, Passwd: passwd, ReadOnly: c.readOnly, HasReadOnly: req.HasReadOnly}
-	c.out.push(jute.AppendFrame(nil, &resp))
+	c.pl.out.push(jute.AppendFrame(nil, &resp))
 }

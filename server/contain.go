@@ -49,7 +49,7 @@ func (c *conn) recoverCompleter() {
 		return
 	}
 	c.panicked("completer", v)
-	for p := range c.queue {
+	for p := range c.pl.queue {
 		if p == nil {
 			return
 		}

@@ -64,7 +64,7 @@ func (c *conn) runFourLetterWord(cmd string) {
 	var b bytes.Buffer
 	sc, secure := c.nc.(*secureConn)
 	c.s.operator.FourLetterWord(cmd, secure && !sc.unified, c.br, &b)
-	c.out.push(b.Bytes())
+	c.pl.out.push(b.Bytes())
 }
 
 // auditWrite hands one write of this connection to the audit log

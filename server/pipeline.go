@@ -1,12 +1,53 @@
 package server
 
 import (
+	"sync"
 	"time"
 
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/replication"
 	"github.com/zkserverd/zkserverd/txnlog"
 )
+
+// pipeline is one connection's way from its requests to its socket, and
+// the one owner of the connection's order. It owns:
+//
+//   - queue: the requests in arrival order. The reader goroutine puts them
+//     (put); the completer goroutine takes them one at a time and turns
+//     each into its reply (conn_complete.go), so replies leave in request
+//     order and a read runs only after the outcomes of the writes sent
+//     before it.
+//   - the write order (pipeline_order.go): when each write is proposed. A
+//     write waits for the reads, syncs and reconfigs queued before it to
+//     complete, so no read sees a write sent after it, and no write is
+//     held anywhere on the apply path.
+//   - out (pipeline_out.go): the frames waiting for the socket, the
+//     notifications held back behind this connection's own write replies,
+//     and the writer goroutine, the only code that writes to the socket.
+//
+// Three goroutines touch a pipeline: the reader (put), the completer
+// (the queue's consumer, blockerDone, replies) and the writer (out's
+// writeLoop); the FSM goroutine only queues notifications on out, which
+// never blocks. mu guards the write-order fields below; out has its own
+// lock. Lock order: mu, then out's lock.
+type pipeline struct {
+	queue chan *pending
+	out   *outbox
+
+	// submit proposes a transaction (the replica's Submit).
+	submit func(t *txnlog.Txn) <-chan replication.Outcome
+
+	mu           sync.Mutex
+	blockersIn   uint64     // reads, syncs and reconfigs put so far
+	blockersDone uint64     // of those, completed (in queue order)
+	deferred     []*pending // writes not proposed yet, in arrival order
+}
+
+// newPipeline returns a connection's pipeline over queue (an empty queue
+// of pipelineDepth items, conn_pool.go).
+func newPipeline(queue chan *pending, submit func(t *txnlog.Txn) <-chan replication.Outcome) *pipeline {
+	return &pipeline{queue: queue, out: newOutbox(outboxLimit), submit: submit}
+}
 
 // itemKind says how the completer turns a pipeline item into a reply.
 type itemKind int
@@ -20,14 +61,23 @@ const (
 	kindReconfig
 )
 
-// pending is one request in a connection's pipeline.
+// blocks reports whether later writes of the connection wait for an item
+// of this kind to complete (pipeline_order.go): it reads the state, or
+// waits for the log (sync) or writes it outside the pipeline (reconfig).
+func (k itemKind) blocks() bool { return k == kindRead || k == kindSync || k == kindReconfig }
+
+// pending is one request in a connection's pipeline. The reader fills it
+// in before put; after put, txn, after and outcome belong to the
+// pipeline's mu until the write is proposed, and then outcome to the
+// completer.
 type pending struct {
 	kind       itemKind
 	xid        int32
 	op         jute.OpCode
 	req        jute.Record
+	txn        *txnlog.Txn // a write's transaction, until it is proposed
+	after      uint64      // a deferred write: the blockers put before it
 	outcome    <-chan replication.Outcome
-	deferred   *txnlog.Txn // a write proposed only when the completer reaches it
 	frame      []byte
 	ids        []jute.ID // the connection's identities when the request arrived
 	closeAfter bool
@@ -46,16 +96,31 @@ const pipelineDepth = 1000
 // not read its notifications.
 const outboxLimit = 64 << 20
 
-// enqueue puts a request in the pipeline; the first item of a frame
-// carries the frame's large bytes.
+// put queues an item of the reader goroutine. A blocker is counted, and a
+// write is proposed now or deferred (admit) before the item is queued; put
+// blocks while the queue is full.
+func (pl *pipeline) put(p *pending) {
+	switch {
+	case p.kind.blocks():
+		pl.addBlocker()
+	case p.kind == kindWrite:
+		pl.admit(p)
+	}
+	pl.queue <- p
+}
+
+// enqueue puts a request in the pipeline, counted against the
+// connection's and the server's outstanding requests; the first item of a
+// frame carries the frame's large bytes. Called by the reader goroutine.
 func (c *conn) enqueue(p *pending) {
 	p.large, c.frameLarge = c.frameLarge, 0
 	c.inflight.Add(1)
 	c.s.admission.admitted()
-	c.queue <- p
+	c.pl.put(p)
 }
 
-// finished accounts a pipeline item answered or dropped.
+// finished accounts a pipeline item answered or dropped. Called by the
+// completer goroutine.
 func (c *conn) finished(p *pending) {
 	c.s.admission.done(p.large)
 	if c.inflight.Add(-1) == 0 {

@@ -1,84 +1,84 @@
 package server
 
-import "testing"
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
 
-// TestSessionOrder drives one connection's order through sequences of
-// arrivals and completions and checks what happens to each write.
-func TestSessionOrder(t *testing.T) {
-	type want struct {
-		now, gated bool
-	}
+	"github.com/zkserverd/zkserverd/replication"
+	"github.com/zkserverd/zkserverd/txnlog"
+)
+
+// TestWriteOrder drives one pipeline through arrivals and completions and
+// checks when each write is proposed. A script's steps: "r" puts a read,
+// "s" a sync, "w" a write (numbered from 1 in arrival order), "d" completes
+// the oldest blocker; after each step, the writes proposed so far.
+func TestWriteOrder(t *testing.T) {
 	tests := []struct {
-		name  string
-		steps func(o *sessionOrder) []want
+		name   string
+		script string
+		want   []string // proposed after each step, "" for none
 	}{
-		{"write alone is proposed ungated", func(o *sessionOrder) []want {
-			now, gated := o.admitWrite(1)
-			return []want{{now, gated}, {true, false}}
-		}},
-		{"write after a queued read is gated", func(o *sessionOrder) []want {
-			o.addRead()
-			now, gated := o.admitWrite(1)
-			return []want{{now, gated}, {true, true}}
-		}},
-		{"write after a read that ran is ungated", func(o *sessionOrder) []want {
-			o.addRead()
-			o.readDone()
-			now, gated := o.admitWrite(1)
-			return []want{{now, gated}, {true, false}}
-		}},
-		{"write after a sync is deferred, and so is the next", func(o *sessionOrder) []want {
-			o.addBarrier()
-			n1, g1 := o.admitWrite(1)
-			o.barrierDone()
-			n2, g2 := o.admitWrite(2)
-			o.deferredProposed()
-			n3, g3 := o.admitWrite(3)
-			return []want{{n1, g1}, {false, false}, {n2, g2}, {false, false}, {n3, g3}, {false, false}}
-		}},
+		{"writes alone go at once", "w w w", []string{"1", "1 2", "1 2 3"}},
+		{"a write behind a read waits for it", "r w d", []string{"", "", "1"}},
+		{"a write behind a completed read goes at once", "r d w", []string{"", "", "1"}},
+		{"writes behind one read go together", "r w w d", []string{"", "", "", "1 2"}},
+		{"a write waits for every read before it", "r r w d d", []string{"", "", "", "", "1"}},
+		{"a read after a write does not hold it", "w r w d", []string{"1", "1", "1", "1 2"}},
+		{"writes go in stages, each after its own reads", "r w r w d d", []string{"", "", "", "", "1", "1 2"}},
+		{"a write behind a deferred one waits too", "r w d w", []string{"", "", "1", "1 2"}},
+		{"a write behind a sync waits for it", "s w d", []string{"", "", "1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.steps(&sessionOrder{})
-			for i := 0; i < len(got); i += 2 {
-				if got[i] != got[i+1] {
-					t.Errorf("write %d: (now, gated) = %v, want %v", i/2+1, got[i], got[i+1])
+			var proposed []string
+			pl := newPipeline(make(chan *pending, 16), func(txn *txnlog.Txn) <-chan replication.Outcome {
+				proposed = append(proposed, fmt.Sprint(txn.RequestID))
+				return make(chan replication.Outcome, 1)
+			})
+			writes := 0
+			for i, step := range strings.Fields(tt.script) {
+				switch step {
+				case "r":
+					pl.put(&pending{kind: kindRead})
+				case "s":
+					pl.put(&pending{kind: kindSync})
+				case "w":
+					writes++
+					pl.put(&pending{kind: kindWrite, txn: &txnlog.Txn{RequestID: uint64(writes)}})
+				case "d":
+					pl.blockerDone()
+				}
+				if got := strings.Join(proposed, " "); got != tt.want[i] {
+					t.Fatalf("after step %d (%s): proposed %q, want %q", i+1, step, got, tt.want[i])
 				}
 			}
 		})
 	}
 }
 
-// TestSessionOrderGateReleasesAfterEarlierReads: the gate of a write that
-// arrived behind two reads opens when the second read has run.
-func TestSessionOrderGateReleasesAfterEarlierReads(t *testing.T) {
-	var o sessionOrder
-	o.addRead()
-	o.addRead()
-	if now, gated := o.admitWrite(7); !now || !gated {
-		t.Fatalf("admitWrite = %v, %v; want proposed and gated", now, gated)
+// TestProposedWritesAreExpectedAndAnswered: a write is registered with the
+// outbox before it is proposed, and its item gets its outcome channel.
+func TestProposedWritesAreExpectedAndAnswered(t *testing.T) {
+	var expected []bool
+	var pl *pipeline
+	pl = newPipeline(make(chan *pending, 4), func(txn *txnlog.Txn) <-chan replication.Outcome {
+		_, ok := pl.out.expecting[txn.RequestID]
+		expected = append(expected, ok)
+		return make(chan replication.Outcome, 1)
+	})
+	pl.put(&pending{kind: kindRead})
+	w := &pending{kind: kindWrite, txn: &txnlog.Txn{RequestID: 9}}
+	pl.put(w)
+	if w.outcome != nil {
+		t.Fatal("a write behind a queued read was proposed at once")
 	}
-	o.addRead() // a read after the write must not hold it
-	if _, found := o.gate(8); found {
-		t.Fatal("gate found for a write that has none")
+	pl.blockerDone()
+	if w.outcome == nil || w.txn != nil {
+		t.Fatal("the deferred write was not proposed when the read completed")
 	}
-	release, found := o.gate(7)
-	if !found || release == nil {
-		t.Fatalf("gate(7) = %v, %v; want an open wait", release, found)
-	}
-	o.readDone()
-	select {
-	case <-release:
-		t.Fatal("released after one of two earlier reads")
-	default:
-	}
-	o.readDone()
-	select {
-	case <-release:
-	default:
-		t.Fatal("not released after both earlier reads")
-	}
-	if _, found := o.gate(7); found {
-		t.Fatal("a gate is used once")
+	if !slices.Equal(expected, []bool{true}) {
+		t.Fatalf("registered with the outbox before Submit: %v, want [true]", expected)
 	}
 }

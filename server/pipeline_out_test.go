@@ -1,9 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
@@ -53,5 +57,103 @@ func TestStuckWriteFails(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a write nobody reads did not fail within 5s")
+	}
+}
+
+// TestPushEvent checks when a notification is queued, held back or
+// refused.
+func TestPushEvent(t *testing.T) {
+	tests := []struct {
+		name      string
+		setup     func(o *outbox)
+		wantOK    bool
+		wantQueue int
+		wantHeld  int
+	}{
+		{"first notification", func(*outbox) {}, true, 1, 0},
+		{"behind another", func(o *outbox) { o.pushEvent([]byte("x")) }, true, 2, 0},
+		{"closed", func(o *outbox) { o.close() }, true, 0, 0},
+		{"over the limit", func(o *outbox) { o.push(make([]byte, 100)) }, false, 1, 0},
+		{"behind an unanswered applied write", func(o *outbox) { o.expect(7); o.markApplied(7) }, true, 0, 1},
+		{"behind a write not applied yet", func(o *outbox) { o.expect(7) }, true, 1, 0},
+		{"behind an answered write", func(o *outbox) {
+			o.expect(7)
+			o.markApplied(7)
+			o.pushReply([]byte("reply"), true)
+		}, true, 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newOutbox(50)
+			tt.setup(o)
+			ok := o.pushEvent([]byte("event"))
+			if ok != tt.wantOK || len(o.frames) != tt.wantQueue || len(o.held) != tt.wantHeld {
+				t.Fatalf("pushEvent = %v with %d queued, %d held; want %v with %d, %d",
+					ok, len(o.frames), len(o.held), tt.wantOK, tt.wantQueue, tt.wantHeld)
+			}
+		})
+	}
+}
+
+// TestHeldNotificationsFollowTheirReply: notifications of transactions
+// applied after two of the connection's writes leave after the second
+// write's reply, and in the order they came.
+func TestHeldNotificationsFollowTheirReply(t *testing.T) {
+	o := newOutbox(1 << 20)
+	o.expect(1)
+	o.expect(2)
+	o.markApplied(1)
+	o.pushEvent([]byte("e1")) // after write 1: waits for its reply
+	o.markApplied(2)
+	o.pushEvent([]byte("e2")) // after write 2: waits for its reply
+	o.pushReply([]byte("r1"), true)
+	o.pushReply([]byte("read"), false)
+	o.pushReply([]byte("r2"), true)
+	var got []string
+	for _, f := range o.frames {
+		got = append(got, string(f))
+	}
+	if want := []string{"r1", "e1", "read", "r2", "e2"}; !slices.Equal(got, want) {
+		t.Fatalf("queued %q, want %q", got, want)
+	}
+}
+
+// TestWriterSendsEverythingInOrder: frames queued by the handshake, the
+// completer and notifiers, before and while the writer runs, reach the
+// peer once each, in the order queued, and the writer ends once the
+// outbox is closed and empty.
+func TestWriterSendsEverythingInOrder(t *testing.T) {
+	local, peer := net.Pipe()
+	defer local.Close()
+	defer peer.Close()
+	o := newOutbox(1 << 30)
+	o.push([]byte("hello "))
+	done := make(chan error, 1)
+	go func() { done <- o.writeLoop(local, 10*time.Second, func([][]byte) {}) }()
+	var want bytes.Buffer
+	want.WriteString("hello ")
+	for i := range 100 {
+		f := []byte(fmt.Sprintf("f%d ", i))
+		want.Write(f)
+		switch i % 3 {
+		case 0:
+			o.pushReply(f, false)
+		case 1:
+			o.pushEvent(f)
+		default:
+			o.push(f)
+		}
+	}
+	o.close()
+	got := make([]byte, want.Len())
+	peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(peer, got); err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("peer received %q, want %q", got, want.Bytes())
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("writeLoop: %v", err)
 	}
 }

@@ -137,9 +137,9 @@ func samplePeak(f func() int64) *peakSampler {
 
 func (p *peakSampler) peak() int64 { close(p.stop); return <-p.done }
 
-// pipeline sends n frames built by req on w without reading, then reads
+// pipelined sends n frames built by req on w without reading, then reads
 // the n replies, returning their error codes.
-func pipeline(w *wireClient, n int, op jute.OpCode, req jute.Record) []jute.Code {
+func pipelined(w *wireClient, n int, op jute.OpCode, req jute.Record) []jute.Code {
 	w.t.Helper()
 	var out bytes.Buffer
 	for range n {
@@ -198,7 +198,7 @@ func TestLargeRequestBytesBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i, code := range pipeline(w, each, jute.OpSetData, &jute.SetDataRequest{Path: path, Data: data, Version: -1}) {
+			for i, code := range pipelined(w, each, jute.OpSetData, &jute.SetDataRequest{Path: path, Data: data, Version: -1}) {
 				if code != want {
 					t.Errorf("setData %s #%d: %v, want %v", path, i, code, want)
 					return
@@ -253,7 +253,7 @@ func TestOutstandingLimitHoldsReaders(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			codes := pipeline(w, each, jute.OpSetData, &jute.SetDataRequest{Path: "/missing", Version: -1})
+			codes := pipelined(w, each, jute.OpSetData, &jute.SetDataRequest{Path: "/missing", Version: -1})
 			if len(codes) != each {
 				t.Errorf("%d replies, want %d", len(codes), each)
 			}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,19 +61,13 @@ type Server struct {
 	touches   toucher
 	serving   atomic.Bool
 	ro        readOnlyMode // readonlymode.enabled without a quorum (readonly.go)
-	// gated counts writes holding a gate for their session's earlier reads
-	// (order.go); zero lets BeforeApply return at once. It may overcount
-	// when a gated write's connection ends before the write is applied.
-	gated   atomic.Int64
-	started time.Time
+	started   time.Time
 	// readBuffers holds the read buffers of ended connections (conn_pool.go).
 	readBuffers sync.Pool
 	// pipelines holds the empty pipeline queues of ended connections (conn_pool.go).
 	pipelines sync.Pool
 	// notifications shares encoded notification frames (watches.go).
 	notifications notificationFrames
-	// flusher writes notifications to idle sockets (flush.go).
-	flusher *flusher
 	// workers runs connections' goroutines (workers.go).
 	workers  *workers
 	dataDir  string
@@ -143,7 +136,6 @@ func New(opts Options, seams ...Option) (*Server, error) {
 		clientTLS: clientTLS,
 		watches:   watch.NewRegistry(),
 		stats:     newServerStats(),
-		flusher:   newFlusher(),
 		operator:  opts.Operator,
 		serverID:  max(cfg.MyID, 1),
 		conns:     make(map[*conn]struct{}),
@@ -251,9 +243,6 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.goAndTrack(func() { s.tracker.Run(s.ctx) })
 	s.goAndTrack(func() { s.runReaper(s.ctx) }) // container/TTL reaper (reaper.go)
-	for range runtime.GOMAXPROCS(0) {
-		s.goAndTrack(func() { s.flusher.run(s.ctx) })
-	}
 	s.goAndTrack(s.acceptLoop)
 	if s.node.Clustered() {
 		s.goAndTrack(func() { s.reportTouches(s.ctx) })

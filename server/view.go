@@ -114,7 +114,7 @@ func (c *conn) stats() ConnectionStats {
 		Remote:      c.nc.RemoteAddr().String(),
 		Secure:      secure && !sc.unified,
 		SessionID:   c.sessionID.Load(),
-		Queued:      len(c.queue),
+		Queued:      len(c.pl.queue),
 		Received:    c.recv.Load(),
 		Sent:        c.sent.Load(),
 		HasLastOp:   c.everOp.Load(),

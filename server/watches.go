@@ -18,21 +18,19 @@ func (c *conn) ID() int64 { return c.sessionID.Load() }
 // frames are the reference, and clients ignore the field.
 const notificationZxid = -1
 
-// Notify implements watch.Watcher. It runs under the tree's write lock and
-// never blocks: a client that lets notifications pile up is dropped.
+// Notify implements watch.Watcher. It runs on the FSM goroutine under the
+// tree's write lock and never blocks: it queues the notification on the
+// connection's pipeline (pipeline_out.go), whose writer sends it, and a
+// client that lets notifications pile up is dropped.
 func (c *conn) Notify(ev jute.WatcherEvent, _ int64) {
-	ok, flush := c.out.pushEvent(c.s.notifications.encode(ev))
-	if flush {
-		c.s.flusher.add(c.out)
-	}
-	if ok {
+	if c.pl.out.pushEvent(c.s.notifications.encode(ev)) {
 		return
 	}
 	// Closing the outbox at once turns every later push into a no-op, so
 	// the rest of this transaction's events (and later ones) neither queue
 	// nor count the client again; the socket is closed from another
 	// goroutine, as Notify must not block.
-	c.out.close()
+	c.pl.out.close()
 	c.s.stats.slowDisconnects.Add(1)
 	go c.abort("too many undelivered notifications (slow client)")
 }
@@ -156,7 +154,7 @@ func readWatchKind(op jute.OpCode, exists bool) watch.Kind {
 func (c *conn) queueReply(p *pending, code jute.Code, body jute.Record) {
 	frame := replyFrame(p.xid, c.s.node.LastZxid(), code, body)
 	c.recordLatency(p, frame)
-	c.out.push(frame)
+	c.pl.out.push(frame)
 }
 
 // watchCallback returns the registration callback of a read op with its
