@@ -27,12 +27,14 @@ COPY . .
 # "3.8.0" as the ZooKeeper release served, so keep that prefix.
 ARG VERSION=3.8.0-zkserverd
 ARG BUILD_DATE=unknown
+# COMMIT is shown by `zkserverd version` (.git is not in the context).
+ARG COMMIT=unknown
 ARG TARGETOS
 ARG TARGETARCH
 RUN --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS="${TARGETOS}" GOARCH="${TARGETARCH}" \
     go build -trimpath \
-      -ldflags "-s -w -X github.com/zkserverd/zkserverd/server.Version=${VERSION} -X 'github.com/zkserverd/zkserverd/server.BuildDate=${BUILD_DATE}'" \
+      -ldflags "-s -w -X github.com/zkserverd/zkserverd/server.Version=${VERSION} -X 'github.com/zkserverd/zkserverd/server.BuildDate=${BUILD_DATE}' -X 'main.commit=${COMMIT}'" \
       -o /out/usr/local/bin/zkserverd ./cmd/zkserverd \
  && mkdir -p /out/data /out/datalog /out/conf
 
