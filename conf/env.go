@@ -444,7 +444,7 @@ func loadEnvFile(path string, sys []Property) (Config, []string, map[string]stri
 		return Config{}, nil, nil, fmt.Errorf("conf: %w", err)
 	}
 	defer f.Close()
-	cfg, warnings, err := parseFile(f, path, sys)
+	cfg, warnings, err := parseFile(f, path, sys, "")
 	if err != nil {
 		return Config{}, nil, nil, err
 	}

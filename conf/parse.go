@@ -68,13 +68,19 @@ func parse(r io.Reader, sys []Property) (Config, *parser, error) {
 
 // parseFile parses a configuration file read from r, as Parse does, and
 // requires what ZooKeeper requires of a file: a dataDir line
-// (QuorumPeerConfig refuses to start without one). Every error names path.
-func parseFile(r io.Reader, path string, sys []Property) (Config, []string, error) {
+// (QuorumPeerConfig refuses to start without one), unless dataDir, given
+// outside the file, replaces it ("" for none). Every error names path.
+func parseFile(r io.Reader, path string, sys []Property, dataDir string) (Config, []string, error) {
 	c, p, err := parse(r, sys)
 	if err != nil {
 		return Config{}, nil, WithSource(err, path)
 	}
-	if !slices.Contains(p.fileKeys, "dataDir") {
+	if dataDir != "" {
+		c.DataDir = dataDir
+		if !p.dataLogDirSet {
+			c.DataLogDir = dataDir
+		}
+	} else if !slices.Contains(p.fileKeys, "dataDir") {
 		reason := "is not set: ZooKeeper refuses to start without it; add dataDir=<directory>"
 		for _, key := range p.fileKeys {
 			if p.suggested[key] == "dataDir" {
@@ -94,12 +100,20 @@ func parseFile(r io.Reader, path string, sys []Property) (Config, []string, erro
 // not. sys are applied as Parse applies them. Every error names the file
 // (KeyError.Source) or the myid file.
 func Load(path string, sys ...Property) (Config, []string, error) {
+	return LoadWithDataDir(path, "", sys...)
+}
+
+// LoadWithDataDir is Load with the data directory given outside the file
+// (a command-line flag), unless it is "": it replaces the file's dataDir,
+// and the file's dataLogDir too when the file sets none, so the file need
+// not set dataDir, and myid is read from it.
+func LoadWithDataDir(path, dataDir string, sys ...Property) (Config, []string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("conf: load: %w", err)
 	}
 	defer f.Close()
-	c, warnings, err := parseFile(f, path, sys)
+	c, warnings, err := parseFile(f, path, sys, dataDir)
 	if err != nil {
 		return Config{}, nil, err
 	}

@@ -597,6 +597,40 @@ func TestLoadErrorsNameFileAndKey(t *testing.T) {
 	}
 }
 
+// TestLoadWithDataDir: a data directory given outside the file (a flag)
+// stands for the file's dataDir: the file need not set one, the log
+// directory follows it unless the file sets one, and myid is read there.
+func TestLoadWithDataDir(t *testing.T) {
+	dir, flagDir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(flagDir, "myid"), []byte("2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	servers := "server.1=a:1:2\nserver.2=b:1:2\nserver.3=c:1:2\n"
+	tests := []struct {
+		name, text          string
+		wantDir, wantLogDir string
+	}{
+		{"file without dataDir", servers, flagDir, flagDir},
+		{"file with dataDir", "dataDir=/elsewhere\n" + servers, flagDir, flagDir},
+		{"file with dataLogDir", "dataLogDir=/log\n" + servers, flagDir, "/log"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, "zoo.cfg")
+			if err := os.WriteFile(path, []byte(tt.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, _, err := LoadWithDataDir(path, flagDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.DataDir != tt.wantDir || c.DataLogDir != tt.wantLogDir || c.MyID != 2 {
+				t.Errorf("dataDir %q, dataLogDir %q, myid %d; want %q, %q, 2", c.DataDir, c.DataLogDir, c.MyID, tt.wantDir, tt.wantLogDir)
+			}
+		})
+	}
+}
+
 // TestLoadWarnsAboutMisspelledKeys: an unknown key close to a known one is
 // kept, and its warning names the known key.
 func TestLoadWarnsAboutMisspelledKeys(t *testing.T) {

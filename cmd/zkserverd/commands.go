@@ -51,13 +51,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	// --version prints what the version command prints.
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
-	addConfigFlags(root, &f)
-	fl := root.Flags()
-	fl.StringVar(&f.dataLogDir, "data-log-dir", "", "transaction log directory (overrides dataLogDir; default: the data directory)")
-	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	fl.BoolVar(&f.forceNewEnsemble, "force-new-ensemble", false, "an empty ensemble member bootstraps a new ensemble although some listed members do not answer (see docs/operations.md)")
-	fl.StringVar(&f.pprofAddr, "pprof", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
+	addRunFlags(root, &f)
 	root.AddCommand(newVersionCommand(), newClusterCommand(stderr), newHealthcheckCommand(), newStatusCommand(), newPrintConfigCommand())
 	root.AddCommand(newImportCommand(stderr))
 	return root
@@ -73,6 +67,17 @@ func newVersionCommand() *cobra.Command {
 			fmt.Fprintln(cmd.OutOrStdout(), versionLine())
 		},
 	}
+}
+
+// addRunFlags defines the server's flags.
+func addRunFlags(cmd *cobra.Command, f *runFlags) {
+	addConfigFlags(cmd, f)
+	fl := cmd.Flags()
+	fl.StringVar(&f.dataLogDir, "data-log-dir", "", "transaction log directory (overrides dataLogDir; default: the data directory)")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.BoolVar(&f.forceNewEnsemble, "force-new-ensemble", false, "an empty ensemble member bootstraps a new ensemble although some listed members do not answer (see docs/operations.md)")
+	fl.StringVar(&f.pprofAddr, "pprof", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 }
 
 // addConfigFlags defines the flags that say which configuration to read
@@ -97,7 +102,12 @@ func loadConfig(cmd *cobra.Command, f runFlags, logger *slog.Logger) (conf.Confi
 	}
 	switch {
 	case f.config != "":
-		loaded, warnings, err := conf.Load(f.config, sys...)
+		// --data-dir stands for the file's dataDir, also where myid is.
+		dataDir := ""
+		if cmd.Flags().Changed("data-dir") {
+			dataDir = f.dataDir
+		}
+		loaded, warnings, err := conf.LoadWithDataDir(f.config, dataDir, sys...)
 		if err != nil {
 			return cfg, err
 		}
@@ -126,6 +136,9 @@ func loadConfig(cmd *cobra.Command, f runFlags, logger *slog.Logger) (conf.Confi
 		cfg = loaded
 	}
 	if cmd.Flags().Changed("data-dir") {
+		if cfg.DataLogDir == cfg.DataDir {
+			cfg.DataLogDir = "" // it followed dataDir: it still does
+		}
 		cfg.DataDir = f.dataDir
 	}
 	if cmd.Flags().Changed("data-log-dir") {

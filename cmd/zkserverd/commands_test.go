@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/server"
@@ -81,3 +84,51 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 }
 
 func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o600) }
+
+// TestDataDirFlag: --data-dir replaces the configuration's dataDir (a file
+// then need not set one), and the log directory with it unless it was set
+// on its own; before, with a file or JVM flags, the log stayed behind in
+// the old directory.
+func TestDataDirFlag(t *testing.T) {
+	dir := t.TempDir()
+	withDir, withLog, without := dir+"/with.cfg", dir+"/log.cfg", dir+"/without.cfg"
+	for path, text := range map[string]string{withDir: "dataDir=/a\n", withLog: "dataDir=/a\ndataLogDir=/log\n", without: "tickTime=2000\n"} {
+		if err := writeFile(path, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		args            []string
+		jvmFlags        string
+		wantDir, wantLg string
+	}{
+		{[]string{"--config", withDir, "--data-dir", "/b"}, "", "/b", "/b"},
+		{[]string{"--config", without, "--data-dir", "/b"}, "", "/b", "/b"},
+		{[]string{"--config", withLog, "--data-dir", "/b"}, "", "/b", "/log"},
+		{[]string{"--data-dir", "/b"}, "", "/b", "/b"},
+		{[]string{"--data-dir", "/b"}, "-Dzookeeper.snapCount=1000", "/b", "/b"},
+		{[]string{"--config", withDir, "--data-dir", "/b", "--data-log-dir", "/l"}, "", "/b", "/l"},
+		{[]string{"--config", withDir}, "", "/a", "/a"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " ")+" "+tc.jvmFlags, func(t *testing.T) {
+			for _, v := range []string{"ZOO_DATA_DIR", "ZOO_SERVERS", "ZOO_CFG_EXTRA", "JVMFLAGS"} {
+				t.Setenv(v, "")
+			}
+			t.Setenv("SERVER_JVMFLAGS", tc.jvmFlags)
+			var f runFlags
+			cmd := &cobra.Command{}
+			addRunFlags(cmd, &f)
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := loadConfig(cmd, f, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.DataDir != tc.wantDir || cfg.DataLogDir != tc.wantLg {
+				t.Errorf("dataDir %q, dataLogDir %q; want %q, %q", cfg.DataDir, cfg.DataLogDir, tc.wantDir, tc.wantLg)
+			}
+		})
+	}
+}
