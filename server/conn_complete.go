@@ -117,6 +117,9 @@ func (c *conn) completeWrite(p *pending) []byte {
 		return nil
 	}
 	c.auditWrite(p, o.Zxid, o.Result.Err)
+	if p.refused != nil {
+		return refusedReply(p, o.Zxid, o.Result.Err)
+	}
 	return replyFrame(p.xid, o.Zxid, o.Result.Err, o.Result.Response)
 }
 

@@ -8,13 +8,12 @@ import (
 	"github.com/zkserverd/zkserverd/txnlog"
 )
 
-// handle decodes one request frame and puts it in the pipeline. It returns
-// false when no further frame may be read.
+// handle decodes one request frame's header and puts the request in the
+// pipeline. It returns false when no further frame may be read. Called by
+// the reader goroutine.
 func (c *conn) handle(payload []byte) bool {
 	c.recv.Add(1)
 	c.s.stats.packetsReceived.Add(1)
-	sid := c.sessionID.Load()
-	c.s.touch(sid)
 	now := time.Now()
 	d := jute.NewDecoder(payload)
 	var h jute.RequestHeader
@@ -23,11 +22,7 @@ func (c *conn) handle(payload []byte) bool {
 		c.log.Warn("malformed request header; closing", "len", len(payload))
 		return false
 	}
-	reply := func(err jute.Code, zxid int64, closeAfter bool) bool {
-		c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now, closeAfter: closeAfter,
-			frame: replyFrame(h.Xid, zxid, err, nil)})
-		return !closeAfter
-	}
+	c.s.touch(c.sessionID.Load())
 	if c.refuseUnauthenticated(h, now) {
 		return false
 	}
@@ -41,25 +36,40 @@ func (c *conn) handle(payload []byte) bool {
 		return c.handleSASL(h.Xid, d, now) // sasl.go
 	case jute.OpCreateSession, jute.OpDeleteContainer:
 		c.log.Warn("internal opcode from a client; closing", "op", h.Type)
-		return reply(jute.Unimplemented, -1, true)
+		return c.replyAndClose(h, now)
 	}
 	if handled, more := c.refuseInReadOnly(h, now); handled {
 		return more
 	}
+	return c.dispatch(h, d, now)
+}
+
+// replyAndClose answers a request the server does not serve with
+// Unimplemented (zxid -1) and ends the connection; it returns false.
+func (c *conn) replyAndClose(h jute.RequestHeader, now time.Time) bool {
+	c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now, closeAfter: true,
+		frame: replyFrame(h.Xid, -1, jute.Unimplemented, nil)})
+	return false
+}
+
+// dispatch decodes a request's body and queues it as what it is: a
+// refusal (refuse.go), a reconfig, a write, a sync or a read. It returns
+// false when no further frame may be read.
+func (c *conn) dispatch(h jute.RequestHeader, d *jute.Decoder, now time.Time) bool {
 	req := jute.NewRequest(h.Type)
 	if req == nil {
 		c.log.Warn("unknown opcode; closing", "op", int32(h.Type))
-		return reply(jute.Unimplemented, -1, true)
+		return c.replyAndClose(h, now)
 	}
 	req.Decode(d)
 	if d.Err() != nil {
 		c.log.Info("undecodable request", "op", h.Type, "err", d.Err())
-		return reply(jute.MarshallingError, c.s.node.LastZxid(), false)
+		c.refuse(h, nil, refusal{code: jute.MarshallingError}, now)
+		return true
 	}
 	if code, body := checkMultiKinds(h.Type, req); code != jute.OK {
 		c.log.Info("multi with ops of the wrong kind", "op", h.Type, "err", code)
-		c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now,
-			frame: errorFrame(h.Xid, c.s.node.LastZxid(), code, body)})
+		c.refuse(h, req, refusal{code: code, body: body}, now)
 		return true
 	}
 	nullIdx, hasNull := d.FirstNullString()
@@ -70,7 +80,7 @@ func (c *conn) handle(payload []byte) bool {
 	case h.Type == jute.OpReconfig && c.s.cfg.ReconfigEnabled:
 		c.enqueue(&pending{kind: kindReconfig, xid: h.Xid, op: h.Type, req: req, ids: c.authIDs(), received: now})
 	case h.Type.IsWrite():
-		return c.submitWrite(h, req, sid, now)
+		return c.submitWrite(h, req, now)
 	case h.Type == jute.OpSync:
 		c.enqueue(&pending{kind: kindSync, xid: h.Xid, op: h.Type, req: req, received: now, nullPath: hasNull})
 	default:
@@ -85,14 +95,14 @@ func (c *conn) handle(payload []byte) bool {
 // submitWrite queues a write with its transaction; the pipeline proposes
 // it now or once the connection's earlier reads have run
 // (pipeline_order.go).
-func (c *conn) submitWrite(h jute.RequestHeader, req jute.Record, sid int64, received time.Time) bool {
+func (c *conn) submitWrite(h jute.RequestHeader, req jute.Record, received time.Time) bool {
 	closing := h.Type == jute.OpCloseSession
 	if closing {
 		c.closeRequested.Store(true)
 		req = nil
 	}
 	ids := c.authIDs()
-	t := &txnlog.Txn{RequestID: c.s.node.NewRequestID(), Tree: datatree.Txn{Type: h.Type, SessionID: sid, Request: req, IDs: ids}}
+	t := &txnlog.Txn{RequestID: c.s.node.NewRequestID(), Tree: datatree.Txn{Type: h.Type, SessionID: c.sessionID.Load(), Request: req, IDs: ids}}
 	c.enqueue(&pending{kind: kindWrite, xid: h.Xid, op: h.Type, req: req, txn: t, ids: ids, received: received, closeAfter: closing})
 	return !closing
 }

@@ -14,23 +14,14 @@ import (
 // FirstNullString) to give ZooKeeper 3.8's answer instead of the answer
 // for "". Cases not listed here behave as for "" (docs/compatibility.md).
 
-// nullReply is how a request holding a null string is answered before it
-// reaches dispatch.
-type nullReply struct {
-	code jute.Code
-	body jute.Record // sent even though code is an error (multi: end marker)
-}
-
 // nullStringReply decides the answer for a request of op whose idx-th
 // ustring (decoding order) was the first null one. ok is false when the
 // request goes on as if the string were "".
-func nullStringReply(op jute.OpCode, req jute.Record, idx int) (reply nullReply, ok bool) {
-	marshalling := nullReply{code: jute.MarshallingError}
+func nullStringReply(op jute.OpCode, req jute.Record, idx int) (r refusal, ok bool) {
+	marshalling := refusal{code: jute.MarshallingError}
 	switch op {
 	case jute.OpMulti, jute.OpMultiRead:
-		// Every op's record is read before any op runs; a null fails the
-		// whole request, whose reply still carries the end marker.
-		return nullReply{code: jute.MarshallingError, body: &jute.MultiResponse{}}, true
+		return multiNullReply(req.(*jute.MultiRequest), idx)
 	case jute.OpSetWatches, jute.OpSetWatches2:
 		return marshalling, true
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL, jute.OpSetACL:
@@ -48,7 +39,28 @@ func nullStringReply(op jute.OpCode, req jute.Record, idx int) (reply nullReply,
 	// ""); sync echoes it (completeSync); getEphemerals, addWatch and
 	// removeWatches treat it like any prefix or path; reconfig's strings
 	// may be null.
-	return nullReply{}, false
+	return refusal{}, false
+}
+
+// multiNullReply decides for a multi or multiRead whose idx-th ustring was
+// the first null one. ZooKeeper reads every op's record before any op
+// runs, then looks up every op's path: a null path fails the whole request
+// with the end marker in the reply, after the multi took its zxid but
+// before it made a transaction (burned). A null in a create's ACL list is
+// then judged as in a create of its own, inside the multi's transaction.
+func multiNullReply(m *jute.MultiRequest, idx int) (refusal, bool) {
+	for _, o := range m.Ops {
+		acls := aclsOf(o.Request)
+		if n := 1 + 2*len(acls); idx >= n {
+			idx -= n
+			continue
+		}
+		if idx == 0 {
+			return refusal{code: jute.MarshallingError, body: &jute.MultiResponse{}, burned: true}, true
+		}
+		return refusal{code: jute.MarshallingError}, nullACLIDFails(acls, idx-1)
+	}
+	return refusal{}, false
 }
 
 // rejectNull queues ZooKeeper's answer to a request whose idx-th ustring
@@ -59,8 +71,7 @@ func (c *conn) rejectNull(h jute.RequestHeader, req jute.Record, idx int, now ti
 		return false
 	}
 	c.log.Info("null string in request", "op", h.Type, "err", r.code)
-	c.enqueue(&pending{kind: kindReply, xid: h.Xid, op: h.Type, received: now,
-		frame: errorFrame(h.Xid, c.s.node.LastZxid(), r.code, r.body)})
+	c.refuse(h, req, r, now)
 	return true
 }
 

@@ -82,8 +82,9 @@ type pending struct {
 	ids        []jute.ID // the connection's identities when the request arrived
 	closeAfter bool
 	received   time.Time
-	nullPath   bool  // a sync whose path was a null string
-	large      int64 // bytes held against largeRequestMaxBytes (admission.go)
+	nullPath   bool     // a sync whose path was a null string
+	refused    *refusal // a write refused before the log, proposed as a failed write (refuse.go)
+	large      int64    // bytes held against largeRequestMaxBytes (admission.go)
 }
 
 // pipelineDepth bounds the requests one connection may have in flight
