@@ -22,7 +22,14 @@ func (c *conn) handle(payload []byte) bool {
 		c.log.Warn("malformed request header; closing", "len", len(payload))
 		return false
 	}
-	c.s.touch(c.sessionID.Load())
+	if h.Type != jute.OpSASL {
+		// As in ZooKeeper 3.8, which answers a sasl request outside its
+		// request pipeline, a sasl request is not activity of the session:
+		// a client looping on a login that cannot complete (kazoo set up
+		// for SASL against a server without a SASL login) loses its
+		// session by its timeout, and then reports the failed login.
+		c.s.touch(c.sessionID.Load())
+	}
 	if c.refuseUnauthenticated(h, now) {
 		return false
 	}

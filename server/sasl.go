@@ -18,7 +18,8 @@ import (
 type saslSetup struct {
 	// mechanism starts a connection's exchange; nil when the JAAS file has
 	// no usable server section, and then every sasl request gets an empty
-	// OK, as from a ZooKeeper server without a SASL login.
+	// OK, as from a ZooKeeper server without a SASL login (and, as there,
+	// sasl requests do not keep a session alive: conn_dispatch.go).
 	mechanism   sasl.Factory
 	names       sasl.NameRules
 	superUsers  []string

@@ -1055,6 +1055,38 @@ def scenario_sasl(c, hosts, zk):
     zk.delete(base)
 
 
+def scenario_nosasl(c, hosts, zk):
+    """kazoo/nosasl runs against the runner's server without a SASL login.
+    A server without one answers every sasl request with an empty OK, and
+    kazoo's DIGEST-MD5 client, given nothing to answer, asks again and
+    again; those requests do not keep its session alive, so the session
+    expires by its timeout (4 s), the server closes the connection, and
+    kazoo reports AUTH_FAILED and stops connecting."""
+    base = "/kazoo-nosasl"
+    zk.create(base, b"v")
+    client = KazooClient(hosts=hosts, timeout=4.0, sasl_options={
+        "mechanism": "DIGEST-MD5", "username": "bob", "password": "bobsecret"})
+    states = []
+    session_callback = client._session_callback
+
+    def record(state):
+        states.append(state)
+        session_callback(state)
+    client._session_callback = record
+    try:
+        client.start_async()
+        c.check(wait_until(lambda: KeeperState.AUTH_FAILED in states),
+                "a SASL login without a server login gets AUTH_FAILED", f"states {states}")
+        c.check(wait_until(lambda: client._connection.connection_stopped.is_set()),
+                "and the client stops connecting")
+        c.check(not client.connected, "and stays disconnected")
+        c.equal(zk.get(base)[0], b"v", "the plain client is still served")
+    finally:
+        client.stop()
+        client.close()
+    zk.delete(base)
+
+
 def connect_gssapi(hosts):
     client = KazooClient(hosts=hosts, timeout=10.0, sasl_options={"mechanism": "GSSAPI"})
     client.start(timeout=WAIT)

@@ -165,13 +165,11 @@ func (r *runner) main(ctx context.Context) (int, error) {
 			s.proc.stop()
 		}
 	}()
-	if r.needStandalone(all, false) {
-		if err := r.startServers(ctx, servers, ""); err != nil {
-			return 0, err
+	for _, f := range []flavour{plainServer, securedServer, noSASLServer} {
+		if !r.needStandalone(all, f) {
+			continue
 		}
-	}
-	if r.needStandalone(all, true) {
-		if err := r.startServers(ctx, servers, r.keys); err != nil {
+		if err := r.startServers(ctx, servers, f); err != nil {
 			return 0, err
 		}
 	}
@@ -194,11 +192,10 @@ func modeKinds(mode string) []string {
 func (r *runner) selected(sc scenario) bool { return r.opts.run.MatchString(sc.name) }
 
 // needStandalone reports whether a selected scenario runs against the
-// standalone servers, the secured ones when secure (ensemble scenarios
-// start their own).
-func (r *runner) needStandalone(all []scenario, secure bool) bool {
+// standalone servers of flavour f (ensemble scenarios start their own).
+func (r *runner) needStandalone(all []scenario, f flavour) bool {
 	for _, sc := range all {
-		if r.selected(sc) && !sc.ensemble && sc.secure == secure {
+		if r.selected(sc) && !sc.ensemble && sc.flavour() == f {
 			return true
 		}
 	}
@@ -215,13 +212,14 @@ func (r *runner) needKeys(all []scenario) bool {
 	return false
 }
 
-// serverKey is the key of a standalone server in the runner's map: its
-// kind, suffixed for the secured one.
-func serverKey(kind string, secure bool) string {
-	if secure {
-		return kind + "-secure"
+// serverKey is the key of a standalone server in the runner's map, and
+// the name of its home directory: its kind, suffixed by its flavour
+// unless plain.
+func serverKey(kind string, f flavour) string {
+	if f == plainServer {
+		return kind
 	}
-	return kind
+	return kind + "-" + string(f)
 }
 
 func (r *runner) loadAllowlist() error {
@@ -246,20 +244,27 @@ func (r *runner) loadAllowlist() error {
 	return nil
 }
 
-// startServers starts a standalone server of each kind of the mode into
-// started: the secured ones when sec is set.
-func (r *runner) startServers(ctx context.Context, started map[string]*server, sec keys) error {
+// startServers starts a standalone server of flavour f of each kind of
+// the mode into started.
+func (r *runner) startServers(ctx context.Context, started map[string]*server, f flavour) error {
+	var sec keys
+	if f == securedServer {
+		sec = r.keys
+	}
 	for _, k := range r.kinds {
-		s, err := startServer(ctx, k, r.work, r.zkserverd, sec, r.ports)
+		s, err := startServer(ctx, k, r.work, r.zkserverd, f, sec, r.ports)
 		if err != nil {
 			return err
 		}
-		if sec != "" {
+		switch f {
+		case securedServer:
 			r.logf("%s (secured) serving on %s, TLS on %s", k, s.addr, s.secureAddr)
-		} else {
+		case noSASLServer:
+			r.logf("%s (no SASL login) serving on %s", k, s.addr)
+		default:
 			r.logf("%s serving on %s", k, s.addr)
 		}
-		started[serverKey(k, sec != "")] = s
+		started[serverKey(k, f)] = s
 	}
 	return nil
 }
@@ -311,9 +316,9 @@ func (r *runner) runOne(ctx context.Context, sc scenario, servers map[string]*se
 		case sc.ensemble:
 			results[i] = r.runEnsemble(ctx, sc, kind)
 		case sc.secure:
-			results[i] = sc.run(ctx, r.root, servers[serverKey(kind, true)].secureAddr, r.keys.scenarioEnv(strings.HasSuffix(sc.name, saslSuffix)), nil)
+			results[i] = sc.run(ctx, r.root, servers[serverKey(kind, securedServer)].secureAddr, r.keys.scenarioEnv(strings.HasSuffix(sc.name, saslSuffix)), nil)
 		default:
-			results[i] = sc.run(ctx, r.root, servers[kind].addr, nil, nil)
+			results[i] = sc.run(ctx, r.root, servers[serverKey(kind, sc.flavour())].addr, nil, nil)
 		}
 		r.save(sc, kind, results[i])
 	}

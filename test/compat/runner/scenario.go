@@ -29,6 +29,32 @@ type scenario struct {
 	// secure scenarios run against the secured standalone server's
 	// TLS-only port (addr), with the key material's directory in keysEnv.
 	secure bool
+	// noSASL scenarios run against the standalone server without a SASL
+	// login (no JAAS file).
+	noSASL bool
+}
+
+// flavour is which standalone server a scenario runs against: the plain
+// one, the secured one or the one without a SASL login. It names the
+// server in the runner's map (serverKey) and its home directory.
+type flavour string
+
+const (
+	plainServer   flavour = ""
+	securedServer flavour = "secure"
+	noSASLServer  flavour = "nosasl"
+)
+
+// flavour is the standalone server sc runs against (ensemble scenarios
+// start their own).
+func (sc scenario) flavour() flavour {
+	switch {
+	case sc.secure:
+		return securedServer
+	case sc.noSASL:
+		return noSASLServer
+	}
+	return plainServer
 }
 
 // Scenario names of the programs that take a scenario argument. They must
@@ -39,7 +65,7 @@ var (
 	kazooScenarios = []string{"crud", "transaction", "acl", "precedence", "session",
 		"fourletter", "lock", "rwlock", "election", "barrier", "doublebarrier", "queue",
 		"lockingqueue", "counter", "party", "childrenwatch", "datawatch", "treecache",
-		"ensemble-kill", "ensemble-readonly", "tls", "sasl"}
+		"ensemble-kill", "ensemble-readonly", "tls", "sasl", "nosasl"}
 	javaScenarios = []string{"api", "session-resume", "session-expiry", "sasl", "tls",
 		"ensemble-kill-leader", "ensemble-kill-follower", "ensemble-readonly",
 		"ensemble-quorumtls"}
@@ -54,12 +80,15 @@ var (
 // one ending in -quorumtls members with TLS between them. A scenario named
 // client/tls or client/tls-... runs against the secured server; ending in
 // -sasl, its Java client also logs in with DIGEST-MD5 (keys.scenarioEnv).
+// A scenario named client/nosasl runs against a standalone server without
+// a SASL login.
 const (
 	ensemblePrefix  = "ensemble-"
 	readOnlySuffix  = "-readonly"
 	quorumTLSSuffix = "-quorumtls"
 	secureFeature   = "tls"
 	saslSuffix      = "-sasl" // a secured scenario that also logs in with DIGEST-MD5
+	noSASLFeature   = "nosasl"
 	ensembleTimeout = 150 * time.Second
 )
 
@@ -73,6 +102,7 @@ func markEnsemble(sc scenario) scenario {
 		sc.timeout = ensembleTimeout
 	}
 	sc.secure = feature == secureFeature || strings.HasPrefix(feature, secureFeature+"-")
+	sc.noSASL = feature == noSASLFeature
 	return sc
 }
 

@@ -81,15 +81,13 @@ func writeJAAS(home string) (cfgLine, jvmProp string, err error) {
 	return "java.security.auth.login.config=" + path + "\n", "-Djava.security.auth.login.config=" + path, nil
 }
 
-// startServer writes a zoo.cfg under dir/kind, starts the server and waits
-// until it answers ruok. With key material (sec), it is the secured server
-// (under dir/kind-secure): it also serves a TLS-only port, see
-// keys.secureCfg and keys.serverJVMProps.
-func startServer(ctx context.Context, kind, dir, zkserverdBin string, sec keys, pick *ports.Picker) (*server, error) {
-	home := filepath.Join(dir, kind)
-	if sec != "" {
-		home += "-secure"
-	}
+// startServer writes a zoo.cfg under dir/serverKey(kind, f), starts the
+// server and waits until it answers ruok. The secured server (f is
+// securedServer, with its key material sec) also serves a TLS-only port,
+// see keys.secureCfg and keys.serverJVMProps; the one without a SASL login
+// (noSASLServer) gets no JAAS file.
+func startServer(ctx context.Context, kind, dir, zkserverdBin string, f flavour, sec keys, pick *ports.Picker) (*server, error) {
+	home := filepath.Join(dir, serverKey(kind, f))
 	if err := os.MkdirAll(filepath.Join(home, "data"), 0o755); err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
@@ -97,14 +95,18 @@ func startServer(ctx context.Context, kind, dir, zkserverdBin string, sec keys, 
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
-	jaasLine, jaasProp, err := writeJAAS(home)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", kind, err)
+	text := zooCfg(filepath.Join(home, "data"), port)
+	var jaasProps, props []string // ZooKeeper's -D properties; props go to zkserverd's SERVER_JVMFLAGS too
+	if f != noSASLServer {
+		jaasLine, jaasProp, err := writeJAAS(home)
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w", kind, err)
+		}
+		text += jaasLine
+		jaasProps = []string{jaasProp}
 	}
-	text := zooCfg(filepath.Join(home, "data"), port) + jaasLine
 	s := &server{kind: kind, addr: fmt.Sprintf("127.0.0.1:%d", port)}
-	var props []string
-	if sec != "" {
+	if f == securedServer {
 		securePort, err := pick.Pick()
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", kind, err)
@@ -117,7 +119,7 @@ func startServer(ctx context.Context, kind, dir, zkserverdBin string, sec keys, 
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
-	argv, err := serverArgv(kind, zkserverdBin, cfg, false, append([]string{jaasProp}, props...)...)
+	argv, err := serverArgv(kind, zkserverdBin, cfg, false, append(jaasProps, props...)...)
 	if err != nil {
 		return nil, err
 	}
