@@ -66,6 +66,8 @@ type conn struct {
 	everOp      atomic.Bool
 }
 
+// newConn returns the connection of nc, accepted from ip, with a pooled
+// read buffer and pipeline queue (conn_pool.go); serve runs it.
 func newConn(s *Server, nc net.Conn, ip string) *conn {
 	c := &conn{
 		s:           s,
@@ -92,10 +94,12 @@ type connLog struct {
 	nc net.Conn
 }
 
+// Debug, Info and Warn log at their level, with the remote address.
 func (g connLog) Debug(msg string, args ...any) { g.log(slog.LevelDebug, msg, args) }
 func (g connLog) Info(msg string, args ...any)  { g.log(slog.LevelInfo, msg, args) }
 func (g connLog) Warn(msg string, args ...any)  { g.log(slog.LevelWarn, msg, args) }
 
+// log writes one record when the logger takes level.
 func (g connLog) log(level slog.Level, msg string, args []any) {
 	ctx := context.Background()
 	if !g.l.Enabled(ctx, level) {
@@ -164,4 +168,5 @@ func (c *conn) countSent(frames [][]byte) {
 	c.s.stats.packetsSent.Add(int64(len(frames)))
 }
 
+// hexID formats a session id or zxid as ZooKeeper logs them.
 func hexID(v int64) string { return fmt.Sprintf("0x%x", uint64(v)) }

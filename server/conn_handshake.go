@@ -83,6 +83,8 @@ func (c *conn) caughtUpTo(zxid int64) bool {
 	return c.s.node.Sync(ctx) == nil && zxid <= c.s.node.LastZxid()
 }
 
+// createSession creates a session through the log and answers the
+// client; false when it could not (the connection then closes).
 func (c *conn) createSession(req *jute.ConnectRequest, timeout int32) bool {
 	sid := c.s.idGen.Next()
 	out, ok := c.awaitSessionTxn(&txnlog.Txn{Timeout: timeout, Tree: datatree.Txn{Type: jute.OpCreateSession, SessionID: sid}})
@@ -210,6 +212,8 @@ func (c *conn) awaitSessionTxn(t *txnlog.Txn) (out replication.Outcome, ok bool)
 	return out, false
 }
 
+// bindSession makes c the connection of session sid, closing the one it
+// replaces. Called by the reader goroutine, during the handshake.
 func (c *conn) bindSession(sid int64, timeout int32) {
 	c.sessionID.Store(sid)
 	c.timeout.Store(timeout)
@@ -218,6 +222,7 @@ func (c *conn) bindSession(sid int64, timeout int32) {
 	}
 }
 
+// sendConnectResponse queues the handshake's reply on the pipeline.
 func (c *conn) sendConnectResponse(req *jute.ConnectRequest, timeout int32, sid int64, passwd []byte) {
 	resp := jute.ConnectResponse{TimeOut: timeout, SessionID: sid, Passwd: passwd, ReadOnly: c.readOnly, HasReadOnly: req.HasReadOnly}
 	c.pl.out.push(jute.AppendFrame(nil, &resp))

@@ -57,6 +57,8 @@ func (c *conn) releaseFrame() {
 	c.frameLarge = 0
 }
 
+// logReadEnd logs why the reader stopped: at debug level for a client
+// that went away or a connection closed here.
 func (c *conn) logReadEnd(err error) {
 	if errors.Is(err, io.EOF) || c.aborted.Load() || errors.Is(err, net.ErrClosed) {
 		c.log.Debug("connection ended", "session", hexID(c.sessionID.Load()))

@@ -109,5 +109,6 @@ func nullACLIDFails(acls []jute.ACL, idx int) bool {
 // path).
 type nullString struct{}
 
+// Encode writes a null string; Decode reads one.
 func (nullString) Encode(e *jute.Encoder) { e.Int(-1) }
 func (nullString) Decode(d *jute.Decoder) { d.Int() }

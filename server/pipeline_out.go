@@ -61,6 +61,8 @@ type heldFrame struct {
 	need  int64
 }
 
+// newOutbox returns an empty outbox refusing pushes past limit queued
+// bytes; writeLoop gives it its socket.
 func newOutbox(limit int) *outbox {
 	return &outbox{wake: make(chan struct{}, 1), limit: limit, expecting: make(map[uint64]struct{})}
 }
@@ -113,6 +115,7 @@ func (o *outbox) pushEvent(frame []byte) bool {
 	return true
 }
 
+// appendLocked queues frame; o.mu is held.
 func (o *outbox) appendLocked(frame []byte) {
 	o.frames = append(o.frames, frame)
 	o.bytes += len(frame)

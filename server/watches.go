@@ -45,6 +45,8 @@ type notificationFrames struct {
 	frame []byte
 }
 
+// encode returns ev's notification frame, the last one's when ev is the
+// same event.
 func (n *notificationFrames) encode(ev jute.WatcherEvent) []byte {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -55,6 +57,7 @@ func (n *notificationFrames) encode(ev jute.WatcherEvent) []byte {
 	return n.frame
 }
 
+// toWatchEvents converts a transaction's events for the watch registry.
 func toWatchEvents(evs []datatree.Event) []watch.Event {
 	out := make([]watch.Event, len(evs))
 	for i, e := range evs {
