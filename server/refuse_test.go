@@ -19,7 +19,6 @@ import (
 
 // Raw request bodies for refusals that never decode into a record.
 func be32(v int32) []byte  { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
-func be64(v int64) []byte  { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 func jstr(s string) []byte { return append(be32(int32(len(s))), s...) }
 func cat(parts ...[]byte) []byte {
 	return bytes.Join(parts, nil)
