@@ -16,12 +16,9 @@ import (
 
 // Observer is told about every applied transaction. Applied runs on the FSM
 // goroutine with the tree's write lock held: it must be fast, must not block
-// and must not call back into the tree.
+// and must not call back into the tree. Nothing on the apply path waits for
+// a client: ordering a session's requests is the proposer's business.
 type Observer interface {
-	// BeforeApply is called on the FSM goroutine before each transaction
-	// is applied, without the tree lock. It may block briefly to hold the
-	// transaction back (a proposer's ordering constraint).
-	BeforeApply(txn *txnlog.Txn)
 	Applied(txn *txnlog.Txn, zxid int64, res *datatree.Result)
 	// Restored is called after the state was replaced by a snapshot.
 	Restored()
@@ -131,9 +128,6 @@ func (f *fsm) applyEntry(l *raft.Log, en *txnlog.Entry) {
 	tree, sessions := f.tree.Load(), f.sessions.Load()
 	f.sinceSnapshot.Add(int64(len(en.Txns)))
 	for _, t := range en.Txns {
-		if f.observer != nil {
-			f.observer.BeforeApply(t)
-		}
 		switch t.Tree.Type {
 		case txnlog.OpMoveSession:
 			f.moveSession(sessions, t)

@@ -13,12 +13,6 @@ import (
 // then watch registry, then a connection's outbox), so they only queue work.
 type observer Server
 
-// BeforeApply implements replication.Observer and does nothing: no
-// transaction waits for a connection on the apply path. A connection's
-// write reaches the log only after that connection's earlier reads have
-// run (pipeline_order.go).
-func (o *observer) BeforeApply(*txnlog.Txn) {}
-
 // Applied delivers the transaction's watch events and keeps the expiry clock
 // in step with the session table.
 func (o *observer) Applied(txn *txnlog.Txn, zxid int64, res *datatree.Result) {
