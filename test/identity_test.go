@@ -123,12 +123,7 @@ func TestForcedNewEnsembleRefusesTheOldMember(t *testing.T) {
 	}
 
 	e.Start(2)
-	var refusals []string
-	testutil.Eventually(t, 15*time.Second, "a member refusing member 3", func() bool {
-		refusals = e.anyLinesSince(mark, nil, "level=ERROR", "refusing a member of another ensemble", oldID.String(), newID.String())
-		return len(refusals) > 0
-	})
-	t.Logf("refusals:\n%s", strings.Join(refusals, "\n"))
+	e.awaitRefusal(t, mark, "a member refusing member 3", oldID.String(), newID.String())
 	e.assertNotServing(3*time.Second, 2)
 	if got := e.node(2).Ensemble(); got != oldID {
 		t.Errorf("member 3 belongs to ensemble %s, want the old %s", got, oldID)
@@ -182,12 +177,7 @@ func TestMixedEnsemblesRefuseForeignMember(t *testing.T) {
 	a.Start(2)
 	a.WaitServing(0)
 	a.WaitServing(1)
-	var refusals []string
-	testutil.Eventually(t, 15*time.Second, "a member refusing B's member 3", func() bool {
-		refusals = a.anyLinesSince(mark, nil, "level=ERROR", "refusing a member of another ensemble", idA.String(), idB.String())
-		return len(refusals) > 0
-	})
-	t.Logf("refusals:\n%s", strings.Join(refusals, "\n"))
+	a.awaitRefusal(t, mark, "a member refusing B's member 3", idA.String(), idB.String())
 	a.assertNotServing(3*time.Second, 2)
 	if got := a.node(2).Ensemble(); got != idB {
 		t.Errorf("member 3 (B's data directory) belongs to ensemble %s, want B's %s", got, idB)

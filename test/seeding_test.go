@@ -288,17 +288,20 @@ func (e *loggedEnsemble) mark() logMark {
 // linesSince returns member i's log lines written after mark that contain
 // every one of parts.
 func (e *loggedEnsemble) linesSince(m logMark, i int, parts ...string) []string {
-	var out []string
-	for _, line := range strings.Split(e.logs[i].String()[m[i]:], "\n") {
-		match := line != ""
-		for _, p := range parts {
-			match = match && strings.Contains(line, p)
-		}
-		if match {
-			out = append(out, line)
-		}
-	}
-	return out
+	return testutil.MatchingLines(e.logs[i].String()[m[i]:], parts...)
+}
+
+// awaitRefusal waits (bounded) until a member logs that it refused a
+// member of another ensemble, naming both ids, and returns those lines.
+func (e *loggedEnsemble) awaitRefusal(t *testing.T, m logMark, what string, ids ...string) []string {
+	t.Helper()
+	var refusals []string
+	testutil.Eventually(t, 15*time.Second, what, func() bool {
+		refusals = e.anyLinesSince(m, nil, append([]string{"level=ERROR", "refusing a member of another ensemble"}, ids...)...)
+		return len(refusals) > 0
+	})
+	t.Logf("refusals:\n%s", strings.Join(refusals, "\n"))
+	return refusals
 }
 
 // anyLinesSince is linesSince over the members given (all when none).

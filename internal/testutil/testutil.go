@@ -253,8 +253,14 @@ func (c *LogCapture) String() string {
 func (c *LogCapture) Lines(parts ...string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return MatchingLines(c.buf.String(), parts...)
+}
+
+// MatchingLines returns the non-empty lines of text that contain every one
+// of parts.
+func MatchingLines(text string, parts ...string) []string {
 	var out []string
-	for _, line := range strings.Split(c.buf.String(), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		match := line != ""
 		for _, p := range parts {
 			match = match && strings.Contains(line, p)
