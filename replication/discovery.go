@@ -36,25 +36,19 @@ const fwdStatus byte = 5
 
 // memberStatus is what a member tells about itself.
 type memberStatus struct {
-	ServerID   int64
-	Ensemble   txnlog.EnsembleID
-	HasState   bool   // its raft log or snapshots hold anything
-	LastIndex  uint64 // raft's last index (log or snapshot)
-	Applied    uint64 // the last entry its FSM applied
-	Leader     int64  // the leader it knows, 0 for none
-	Discovered bool   // it was started empty (it may still be)
+	ServerID int64
+	Ensemble txnlog.EnsembleID
+	HasState bool   // its raft log or snapshots hold anything
+	Applied  uint64 // the last entry its FSM applied
 }
 
-const memberStatusSize = 8 + 16 + 1 + 8 + 8 + 8 + 1
+const memberStatusSize = 8 + 16 + 1 + 8
 
 func (s memberStatus) encode() []byte {
 	b := binary.BigEndian.AppendUint64(nil, uint64(s.ServerID))
 	b = append(b, s.Ensemble[:]...)
 	b = append(b, boolByte(s.HasState))
-	b = binary.BigEndian.AppendUint64(b, s.LastIndex)
-	b = binary.BigEndian.AppendUint64(b, s.Applied)
-	b = binary.BigEndian.AppendUint64(b, uint64(s.Leader))
-	return append(b, boolByte(s.Discovered))
+	return binary.BigEndian.AppendUint64(b, s.Applied)
 }
 
 func decodeMemberStatus(b []byte) (memberStatus, error) {
@@ -64,10 +58,7 @@ func decodeMemberStatus(b []byte) (memberStatus, error) {
 	s := memberStatus{ServerID: int64(binary.BigEndian.Uint64(b))}
 	copy(s.Ensemble[:], b[8:24])
 	s.HasState = b[24] != 0
-	s.LastIndex = binary.BigEndian.Uint64(b[25:])
-	s.Applied = binary.BigEndian.Uint64(b[33:])
-	s.Leader = int64(binary.BigEndian.Uint64(b[41:]))
-	s.Discovered = b[49] != 0
+	s.Applied = binary.BigEndian.Uint64(b[25:])
 	return s, nil
 }
 
@@ -80,9 +71,8 @@ func boolByte(v bool) byte {
 
 // status is this member's memberStatus.
 func (n *Node) status() memberStatus {
-	last := n.raft.LastIndex()
-	return memberStatus{ServerID: n.cfg.ServerID, Ensemble: n.ident.get(), HasState: last > 0,
-		LastIndex: last, Applied: n.appliedIndex(), Leader: n.Leader(), Discovered: n.startedEmpty}
+	return memberStatus{ServerID: n.cfg.ServerID, Ensemble: n.ident.get(), HasState: n.raft.LastIndex() > 0,
+		Applied: n.appliedIndex()}
 }
 
 // probeTimeout bounds one status request.

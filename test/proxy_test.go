@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zkserverd/zkserverd/internal/testutil"
 )
 
 // linkState is what a linkProxy does with traffic.
@@ -191,21 +193,8 @@ func (p *linkProxy) setCut(cut bool) {
 // (the connection stays open) and delivers them when opened again, and a
 // cut one closes its connections and every new one.
 func TestLinkProxyStates(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
-	p := newLinkProxy(t, ln.Addr().String())
+	echoAddr := testutil.Serve(t, func(c net.Conn) { io.Copy(c, c); c.Close() })
+	p := newLinkProxy(t, echoAddr)
 	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", fmt.Sprint(p.port())))
 	if err != nil {
 		t.Fatal(err)

@@ -28,21 +28,7 @@ type fakeMember struct {
 // listen starts the member and returns its address.
 func (m fakeMember) listen(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go m.serve(c)
-		}
-	}()
-	return ln.Addr().String()
+	return testutil.Serve(t, m.serve)
 }
 
 // serve answers one connection: a four-letter word, or a session.

@@ -80,6 +80,27 @@ func FourLetter(addr, word string) (string, error) {
 	}
 }
 
+// Serve listens on a loopback port and hands every connection to handle,
+// each on its own goroutine, until the test ends; it returns the address.
+func Serve(t testing.TB, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
 // FourLetterServer answers one connection on a loopback port with reply
 // once it has read the four-letter word, then closes it; it returns the
 // address. The listener is closed when the test ends.
