@@ -21,8 +21,9 @@
 // (nudge.go); raft's CommitTimeout is the fallback.
 //
 // The FSM is the only writer of replicated state. It decodes each entry; for
-// each transaction it derives the next zxid from the entry's term (the
-// epoch; always 0 for a standalone server), applies the transaction to the
+// each transaction it tells the Observer it is about to apply it (the
+// proposer may read the state first), derives the next zxid from the
+// entry's term (the epoch; always 0 for a standalone server), applies the transaction to the
 // tree, and, still under the tree's write lock, calls the Observer (watch
 // delivery) and then wakes the proposer's waiter, so a reply never overtakes
 // the notifications its write caused. Time comes from the entry, never from

@@ -14,11 +14,15 @@ import (
 	"github.com/zkserverd/zkserverd/txnlog"
 )
 
-// Observer is told about every applied transaction. Applied runs on the FSM
-// goroutine with the tree's write lock held: it must be fast, must not block
-// and must not call back into the tree. Nothing on the apply path waits for
-// a client: ordering a session's requests is the proposer's business.
+// Observer is told about every applied transaction. Both calls run on the
+// FSM goroutine. Applying comes first, before the transaction touches the
+// tree or the session table, with no lock held: the proposer may read the
+// state the transaction is about to change (a session's reads queued
+// before its write, which must not see it). Applied comes after, with the
+// tree's write lock held: it must be fast, must not block and must not
+// call back into the tree. Neither may wait for a client.
 type Observer interface {
+	Applying(txn *txnlog.Txn)
 	Applied(txn *txnlog.Txn, zxid int64, res *datatree.Result)
 	// Restored is called after the state was replaced by a snapshot.
 	Restored()
@@ -128,6 +132,9 @@ func (f *fsm) applyEntry(l *raft.Log, en *txnlog.Entry) {
 	tree, sessions := f.tree.Load(), f.sessions.Load()
 	f.sinceSnapshot.Add(int64(len(en.Txns)))
 	for _, t := range en.Txns {
+		if f.observer != nil {
+			f.observer.Applying(t)
+		}
 		switch t.Tree.Type {
 		case txnlog.OpMoveSession:
 			f.moveSession(sessions, t)

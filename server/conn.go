@@ -51,9 +51,6 @@ type conn struct {
 
 	idsMu sync.Mutex
 	ids   []jute.ID
-	// reqIDs are the identities of the read the completer is running
-	// (owned by the completer goroutine).
-	reqIDs []jute.ID
 
 	// statistics for cons / mntr
 	recv, sent  atomic.Int64

@@ -28,20 +28,20 @@ func (c *conn) completeLoop() {
 // counting as outstanding even when completing it panics.
 func (c *conn) completeOne(p *pending) {
 	defer c.finished(p)
-	frame := c.complete(p)
-	if frame != nil {
-		c.reply(p, frame)
-	}
+	c.reply(p, c.complete(p))
 	if p.kind.blocks() {
-		c.pl.blockerDone()
+		c.pl.blockerDone(p.kind)
 	}
 }
 
-// reply queues p's reply frame on the pipeline; a client that lets its
-// replies pile up past outboxLimit is dropped.
+// reply queues p's reply frame on the pipeline (none when frame is nil:
+// no reply, or queued already); a client that lets its replies pile up
+// past outboxLimit is dropped.
 func (c *conn) reply(p *pending, frame []byte) {
-	c.recordLatency(p, frame)
-	if !c.pl.out.pushReply(frame, p.kind == kindWrite) {
+	if frame != nil {
+		c.recordLatency(p, frame)
+	}
+	if !c.pl.out.answer(p.seq, frame) {
 		c.log.Warn("client does not read its replies; closing", "queued_limit", outboxLimit)
 		c.abort("slow consumer: queued replies over the limit")
 	}
@@ -86,8 +86,7 @@ func (c *conn) complete(p *pending) []byte {
 		zxid, code, body := c.reconfigure(p.req.(*jute.ReconfigRequest), p.ids)
 		return replyFrame(p.xid, zxid, code, body)
 	default:
-		c.reqIDs = p.ids
-		return c.execRead(p)
+		return c.pl.reads.take(p, c.execRead)
 	}
 }
 
@@ -96,7 +95,8 @@ func (c *conn) complete(p *pending) []byte {
 func (c *conn) completeWrite(p *pending) []byte {
 	if p.outcome == nil {
 		// Every blocker before p has completed, so the pipeline proposed
-		// it (pipeline_order.go); this is a broken invariant, not input.
+		// it at the latest then (pipeline_order.go); this is a broken
+		// invariant, not input.
 		c.log.Warn("write reached the completer unproposed; closing", "op", p.op)
 		c.abort("write not proposed")
 		return nil

@@ -9,9 +9,24 @@ import (
 )
 
 // observer is the Server seen as replication's apply hook. Its methods run
-// on the FSM goroutine with the tree's write lock held (lock order: tree,
-// then watch registry, then a connection's outbox), so they only queue work.
+// on the FSM goroutine: Applying before a transaction, with no lock held;
+// Applied and Restored after, with the tree's write lock held (lock order:
+// tree, then watch registry, then a connection's outbox), so they only
+// queue work.
 type observer Server
+
+// Applying runs, before a write of a local connection is applied, that
+// connection's reads queued before the write and not run yet
+// (pipeline_early.go).
+func (o *observer) Applying(txn *txnlog.Txn) {
+	s := (*Server)(o)
+	if txn.Owner != s.serverID || txn.Tree.SessionID == 0 {
+		return
+	}
+	if c := s.sessionConn(txn.Tree.SessionID); c != nil {
+		c.pl.reads.runBefore(txn.RequestID, c.pl.out, c.execRead)
+	}
+}
 
 // Applied delivers the transaction's watch events and keeps the expiry clock
 // in step with the session table.
@@ -61,7 +76,9 @@ func appliedConfig(txn *txnlog.Txn, res *datatree.Result) []byte {
 }
 
 // Restored is called when a snapshot replaced the state; connections whose
-// session no longer exists are closed.
+// session no longer exists are closed, and so are those with early writes
+// not applied (pipeline_early.go): the snapshot may hold such a write,
+// and the reads queued before it must not see it.
 func (o *observer) Restored() {
 	s := (*Server)(o)
 	for _, c := range s.connections() {
@@ -71,6 +88,8 @@ func (o *observer) Restored() {
 		}
 		if _, ok := s.node.Sessions().Get(sid); !ok {
 			go c.abort("session gone after snapshot restore")
+		} else if c.pl.reads.unapplied() {
+			go c.abort("writes in flight replaced by a snapshot restore")
 		}
 	}
 }

@@ -18,14 +18,17 @@ import (
 //
 // Replies and notifications share the queue, so their order on the wire is
 // the order they were queued. The outbox also keeps ZooKeeper's order
-// between this connection's write replies and notifications: a
-// notification caused by a transaction applied after one of this
-// connection's writes is held back until that write's reply is queued (the
-// reply leaves from the pipeline, later than the apply). expecting holds
-// the request ids of this connection's writes proposed and not applied;
-// applied and answered count its writes applied and answered; held keeps
-// the notifications waiting, each with the count of applied writes whose
-// replies must precede it.
+// between this connection's replies and notifications: a notification
+// caused by a transaction applied after one of this connection's writes
+// is held back until that write's reply is queued (the reply leaves from
+// the pipeline, later than the apply), and one caused by a read run early
+// (pipeline_early.go), or by the write those reads ran before, until the
+// replies of the items before it are queued. Items are known by their
+// position in the pipeline (seq). expecting maps the request ids of this
+// connection's writes proposed and not applied to their seq; answered is
+// the seq of the last item answered; a notification is held while
+// answered is below holdUntil, and leaves once the item holdUntil named
+// is answered.
 //
 // mu guards every field but the writer's, which writeLoop sets up and only
 // the writer goroutine uses.
@@ -38,9 +41,9 @@ type outbox struct {
 	wake   chan struct{} // capacity 1: "something changed", for the writer
 	limit  int           // bytes queued (not yet written) tolerated before a push is refused
 
-	expecting map[uint64]struct{}
-	applied   int64
-	answered  int64
+	expecting map[uint64]uint64
+	holdUntil uint64
+	answered  uint64
 	held      []heldFrame
 	heldBytes int
 
@@ -54,17 +57,17 @@ type outbox struct {
 	bufs         [][]byte
 }
 
-// heldFrame is a notification held back until need of this connection's
-// applied writes have been answered.
+// heldFrame is a notification held back until the pipeline's items up to
+// need have been answered.
 type heldFrame struct {
 	frame []byte
-	need  int64
+	need  uint64
 }
 
 // newOutbox returns an empty outbox refusing pushes past limit queued
 // bytes; writeLoop gives it its socket.
 func newOutbox(limit int) *outbox {
-	return &outbox{wake: make(chan struct{}, 1), limit: limit, expecting: make(map[uint64]struct{})}
+	return &outbox{wake: make(chan struct{}, 1), limit: limit, expecting: make(map[uint64]uint64)}
 }
 
 // signal wakes the writer.
@@ -90,7 +93,7 @@ func (o *outbox) push(frame []byte) {
 }
 
 // pushEvent queues a notification, or holds it back behind this
-// connection's unanswered applied writes, and wakes the writer. It is
+// connection's replies that must precede it, and wakes the writer. It is
 // refused (false) when the outbox already holds more than limit bytes:
 // the caller then drops the slow client instead of blocking the apply
 // path. Called under the tree's write lock; it never blocks.
@@ -103,8 +106,8 @@ func (o *outbox) pushEvent(frame []byte) bool {
 	case o.bytes+o.heldBytes > o.limit:
 		o.mu.Unlock()
 		return false
-	case o.applied > o.answered:
-		o.held = append(o.held, heldFrame{frame: frame, need: o.applied})
+	case o.answered < o.holdUntil:
+		o.held = append(o.held, heldFrame{frame: frame, need: o.holdUntil})
 		o.heldBytes += len(frame)
 		o.mu.Unlock()
 		return true
@@ -121,49 +124,67 @@ func (o *outbox) appendLocked(frame []byte) {
 	o.bytes += len(frame)
 }
 
-// expect registers a write of this connection before it is proposed.
-func (o *outbox) expect(requestID uint64) {
+// expect registers a write of this connection, item seq of its pipeline,
+// before it is proposed.
+func (o *outbox) expect(requestID, seq uint64) {
 	o.mu.Lock()
-	o.expecting[requestID] = struct{}{}
+	o.expecting[requestID] = seq
 	o.mu.Unlock()
 }
 
 // markApplied notes that one of this connection's writes was applied
-// (called under the tree lock, after its own notifications were pushed).
+// (called under the tree lock, after its own notifications were pushed):
+// later notifications wait for its reply.
 func (o *outbox) markApplied(requestID uint64) {
 	o.mu.Lock()
-	if _, ok := o.expecting[requestID]; ok {
+	if seq, ok := o.expecting[requestID]; ok {
 		delete(o.expecting, requestID)
-		o.applied++
+		o.holdUntil = max(o.holdUntil, seq)
 	}
 	o.mu.Unlock()
 }
 
-// pushReply queues a reply of the pipeline and wakes the writer; the reply
-// of an applied write (write) releases the notifications held for it. It
-// is refused (false) when the outbox already holds more than limit bytes:
+// holdBefore holds notifications queued from now on back until every item
+// before seq has been answered (pipeline_early.go).
+func (o *outbox) holdBefore(seq uint64) {
+	o.mu.Lock()
+	o.holdUntil = max(o.holdUntil, seq-1)
+	o.mu.Unlock()
+}
+
+// queued is how many bytes the outbox holds for the socket.
+func (o *outbox) queued() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.bytes + o.heldBytes
+}
+
+// answer queues the reply frame of pipeline item seq (none when frame is
+// nil: the item had no reply, or queued it already), releases the
+// notifications held for the items up to seq, and wakes the writer. It is
+// refused (false) when the outbox already holds more than limit bytes:
 // the client does not read, and the caller drops it.
-func (o *outbox) pushReply(frame []byte, write bool) bool {
+func (o *outbox) answer(seq uint64, frame []byte) bool {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
 		return true
 	}
-	if o.bytes+o.heldBytes > o.limit {
+	if frame != nil && o.bytes+o.heldBytes > o.limit {
 		o.mu.Unlock()
 		return false
 	}
-	o.appendLocked(frame)
-	if write {
-		o.answered++
-		n := 0
-		for n < len(o.held) && o.held[n].need <= o.answered {
-			o.appendLocked(o.held[n].frame)
-			o.heldBytes -= len(o.held[n].frame)
-			n++
-		}
-		o.held = o.held[n:]
+	if frame != nil {
+		o.appendLocked(frame)
 	}
+	o.answered = max(o.answered, seq)
+	n := 0
+	for n < len(o.held) && o.held[n].need <= o.answered {
+		o.appendLocked(o.held[n].frame)
+		o.heldBytes -= len(o.held[n].frame)
+		n++
+	}
+	o.held = o.held[n:]
 	o.mu.Unlock()
 	o.signal()
 	return true

@@ -74,13 +74,15 @@ func TestPushEvent(t *testing.T) {
 		{"behind another", func(o *outbox) { o.pushEvent([]byte("x")) }, true, 2, 0},
 		{"closed", func(o *outbox) { o.close() }, true, 0, 0},
 		{"over the limit", func(o *outbox) { o.push(make([]byte, 100)) }, false, 1, 0},
-		{"behind an unanswered applied write", func(o *outbox) { o.expect(7); o.markApplied(7) }, true, 0, 1},
-		{"behind a write not applied yet", func(o *outbox) { o.expect(7) }, true, 1, 0},
+		{"behind an unanswered applied write", func(o *outbox) { o.expect(7, 1); o.markApplied(7) }, true, 0, 1},
+		{"behind a write not applied yet", func(o *outbox) { o.expect(7, 1) }, true, 1, 0},
 		{"behind an answered write", func(o *outbox) {
-			o.expect(7)
+			o.expect(7, 1)
 			o.markApplied(7)
-			o.pushReply([]byte("reply"), true)
+			o.answer(1, []byte("reply"))
 		}, true, 2, 0},
+		{"behind the replies before a read run early", func(o *outbox) { o.holdBefore(3) }, true, 0, 1},
+		{"behind the replies before the first item", func(o *outbox) { o.holdBefore(1) }, true, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,22 +102,55 @@ func TestPushEvent(t *testing.T) {
 // write's reply, and in the order they came.
 func TestHeldNotificationsFollowTheirReply(t *testing.T) {
 	o := newOutbox(1 << 20)
-	o.expect(1)
-	o.expect(2)
+	o.expect(1, 1)
+	o.expect(2, 3)
 	o.markApplied(1)
 	o.pushEvent([]byte("e1")) // after write 1: waits for its reply
 	o.markApplied(2)
 	o.pushEvent([]byte("e2")) // after write 2: waits for its reply
-	o.pushReply([]byte("r1"), true)
-	o.pushReply([]byte("read"), false)
-	o.pushReply([]byte("r2"), true)
+	o.answer(1, []byte("r1"))
+	o.answer(2, []byte("read"))
+	o.answer(3, []byte("r2"))
+	if got, want := queuedStrings(o), []string{"r1", "e1", "read", "r2", "e2"}; !slices.Equal(got, want) {
+		t.Fatalf("queued %q, want %q", got, want)
+	}
+}
+
+// TestEarlyReadNotificationsKeepTheirPlace: a write (item 3) applied with
+// a read before it (item 2) run early, behind an earlier write (item 1)
+// not answered yet: the read's own notification (a missed event
+// setWatches fires) leaves right before the read's reply, the write's
+// right before the write's reply, and a later one after it.
+func TestEarlyReadNotificationsKeepTheirPlace(t *testing.T) {
+	o := newOutbox(1 << 20)
+	o.expect(10, 1)
+	o.expect(30, 3)
+	o.markApplied(10)
+	o.holdBefore(2) // the FSM runs read 2
+	o.pushEvent([]byte("e-read"))
+	o.holdBefore(3) // then applies write 3
+	o.pushEvent([]byte("e-write"))
+	o.markApplied(30)
+	o.pushEvent([]byte("e-later"))
+	if len(o.frames) != 0 {
+		t.Fatalf("queued %q before any reply", queuedStrings(o))
+	}
+	o.answer(1, []byte("w1"))
+	o.answer(2, []byte("read"))
+	o.answer(3, []byte("w3"))
+	want := []string{"w1", "e-read", "read", "e-write", "w3", "e-later"}
+	if got := queuedStrings(o); !slices.Equal(got, want) {
+		t.Fatalf("queued %q, want %q", got, want)
+	}
+}
+
+// queuedStrings is the outbox's queue as text.
+func queuedStrings(o *outbox) []string {
 	var got []string
 	for _, f := range o.frames {
 		got = append(got, string(f))
 	}
-	if want := []string{"r1", "e1", "read", "r2", "e2"}; !slices.Equal(got, want) {
-		t.Fatalf("queued %q, want %q", got, want)
-	}
+	return got
 }
 
 // TestWriterSendsEverythingInOrder: frames queued by the handshake, the
@@ -137,7 +172,7 @@ func TestWriterSendsEverythingInOrder(t *testing.T) {
 		want.Write(f)
 		switch i % 3 {
 		case 0:
-			o.pushReply(f, false)
+			o.answer(uint64(i+1), f)
 		case 1:
 			o.pushEvent(f)
 		default:

@@ -12,15 +12,35 @@ import (
 )
 
 // TestClientThatStopsReadingStallsOnlyItself: one client pipelines getData
-// of a 512 KiB znode, one request at a time, then a setData of it, and
-// never reads its socket. The server cannot send it more than the socket
-// buffers take, yet other sessions' writes on the same member complete at
-// once, while that client is still stalled: nothing on the apply path
-// waits for a client (its write is proposed once its earlier reads have
-// run, and they run whatever its socket does). When the client finally
-// reads, it gets every reply in order, and no read saw the write sent
-// after it.
+// of a 512 KiB znode, then a setData of it, and never reads its socket.
+// The server cannot send it more than the socket buffers take, yet other
+// sessions' writes on the same member complete at once, while that client
+// is still stalled: nothing on the apply path waits for a client (its
+// write is proposed once its earlier reads have run, or early with at
+// most earlyReadLimit reads to run before it is applied, and they run
+// whatever its socket does). When the client finally reads, it gets every
+// reply in order, and no read saw the write sent after it. The reads are
+// sent one at a time (the server meets an idle pipeline and a full
+// socket), or in one burst with the write, as many as an early write may
+// run or more.
 func TestClientThatStopsReadingStallsOnlyItself(t *testing.T) {
+	tests := []struct {
+		name     string
+		reads    int
+		oneByOne bool
+	}{
+		{"reads one at a time", 32, true},
+		{"a burst an early write may follow", earlyReadLimit, false},
+		{"a burst too long for an early write", earlyReadLimit + 16, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkStalledClient(t, tt.reads, tt.oneByOne) })
+	}
+}
+
+// checkStalledClient runs TestClientThatStopsReadingStallsOnlyItself's
+// scenario with reads reads, sent one by one or in one burst.
+func checkStalledClient(t *testing.T, reads int, oneByOne bool) {
 	s := startOpsServer(t, Options{Config: opsConfig(t)})
 	c := opsClient(t, s)
 	if _, err := c.Create("/big", make([]byte, 512<<10), 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -31,18 +51,24 @@ func TestClientThatStopsReadingStallsOnlyItself(t *testing.T) {
 		t.Fatalf("connect: %v", err)
 	}
 	sc := s.sessionConn(resp.SessionID)
-	// 16 MiB of replies: beyond what the sockets' buffers hold (checked
-	// below: bytes stay queued), within outboxLimit.
-	const reads = 32
+	// 16 MiB of replies or more: beyond what the sockets' buffers hold
+	// (checked below: bytes stay queued), within outboxLimit.
+	var burst []byte
 	for i := range reads {
-		// One at a time, each given the time to be answered, so that the
-		// server meets an idle pipeline and a full socket.
 		slow.xid++
-		slow.send(&jute.RequestHeader{Xid: slow.xid, Type: jute.OpGetData}, &jute.GetDataRequest{Path: "/big"})
-		waitAnswered(sc, int64(i+1), 100*time.Millisecond)
+		if oneByOne {
+			slow.send(&jute.RequestHeader{Xid: slow.xid, Type: jute.OpGetData}, &jute.GetDataRequest{Path: "/big"})
+			waitAnswered(sc, int64(i+1), 100*time.Millisecond)
+			continue
+		}
+		burst = jute.AppendFrame(burst, &jute.RequestHeader{Xid: slow.xid, Type: jute.OpGetData}, &jute.GetDataRequest{Path: "/big"})
 	}
 	slow.xid++
-	slow.send(&jute.RequestHeader{Xid: slow.xid, Type: jute.OpSetData}, &jute.SetDataRequest{Path: "/big", Data: []byte("new"), Version: -1})
+	burst = jute.AppendFrame(burst, &jute.RequestHeader{Xid: slow.xid, Type: jute.OpSetData},
+		&jute.SetDataRequest{Path: "/big", Data: []byte("new"), Version: -1})
+	if _, err := slow.c.Write(burst); err != nil {
+		t.Fatalf("write: %v", err)
+	}
 
 	// A bound far below the stall, which lasts until the client reads
 	// (below): with a write of the stalled client held on the apply path,
@@ -51,8 +77,9 @@ func TestClientThatStopsReadingStallsOnlyItself(t *testing.T) {
 	if took := writeFromOtherSessions(t, s, 3, 10); took > bound {
 		t.Fatalf("3 sessions of 10 writes each took %v while one client stalled (bound %v)", took, bound)
 	}
-	if queued := queuedBytes(sc); s.sessionConn(resp.SessionID) != sc || queued == 0 {
-		t.Fatalf("the slow client is no longer stalled (connection bound: %v, %d bytes queued)", s.sessionConn(resp.SessionID) == sc, queued)
+	// Its connect response, reads and write: not all of them written.
+	if sent, frames := sc.sent.Load(), int64(reads+2); s.sessionConn(resp.SessionID) != sc || sent >= frames {
+		t.Fatalf("the slow client is no longer stalled (connection bound: %v, %d of %d frames written)", s.sessionConn(resp.SessionID) == sc, sent, frames)
 	}
 	checkStalledReplies(t, slow, reads)
 }
@@ -64,13 +91,6 @@ func waitAnswered(c *conn, n int64, limit time.Duration) {
 	for (c.recv.Load() < n || c.inflight.Load() > 0) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-}
-
-// queuedBytes is how much c's outbox holds for the socket.
-func queuedBytes(c *conn) int {
-	c.pl.out.mu.Lock()
-	defer c.pl.out.mu.Unlock()
-	return c.pl.out.bytes
 }
 
 // writeFromOtherSessions opens sessions sessions (a write each) that then

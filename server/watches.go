@@ -115,7 +115,7 @@ func (c *conn) execWatching(p *pending) (frame []byte, handled bool) {
 // frame.
 func (c *conn) watchedRead(p *pending, r *jute.PathWatchRequest) []byte {
 	for range maxWatchedReadTries {
-		code, body, st := c.readPath(p.op, r.Path, nil)
+		code, body, st := c.readPath(p.op, r.Path, p.ids, nil)
 		if code != jute.OK && (code != jute.NoNode || p.op != jute.OpExists) {
 			return replyFrame(p.xid, c.s.node.LastZxid(), code, nil)
 		}
@@ -135,7 +135,7 @@ func (c *conn) watchedRead(p *pending, r *jute.PathWatchRequest) []byte {
 	}
 	// The node keeps changing: register during the read instead (the reply
 	// may then follow the new watch's first event).
-	code, body := c.read(p.op, p.req)
+	code, body := c.read(p)
 	return replyFrame(p.xid, c.s.node.LastZxid(), code, body)
 }
 
@@ -152,12 +152,17 @@ func readWatchKind(op jute.OpCode, exists bool) watch.Kind {
 	return watch.Child
 }
 
-// queueReply builds p's reply and queues it. Called under the tree's read
-// lock, so the header zxid is that of the state the reply shows.
+// queueReply builds p's reply and queues it, or keeps it in p for the
+// completer when p runs early (pipeline_early.go). Called under the
+// tree's read lock, so the header zxid is that of the state the reply
+// shows.
 func (c *conn) queueReply(p *pending, code jute.Code, body jute.Record) {
 	frame := replyFrame(p.xid, c.s.node.LastZxid(), code, body)
-	c.recordLatency(p, frame)
-	c.pl.out.push(frame)
+	if p.early {
+		p.frame = frame
+		return
+	}
+	c.reply(p, frame)
 }
 
 // watchCallback returns the registration callback of a read op with its
