@@ -10,15 +10,28 @@ import (
 
 // slogHC adapts *slog.Logger to the hclog.Logger that hashicorp/raft
 // requires, so raft's lines reach the same structured output as ours.
-// Methods not overridden come from a null logger.
+// Methods not overridden come from a null logger. With peers set, raft's
+// repeated complaints about an unreachable member are left out
+// (peerlog.go); every logger derived by With or Named shares it.
 type slogHC struct {
 	hclog.Logger
-	l *slog.Logger
+	l     *slog.Logger
+	peers *peerLog
 }
 
+// newHCLogger returns raft's logger over l, tagged component=raft.
 func newHCLogger(l *slog.Logger) hclog.Logger {
-	return &slogHC{Logger: hclog.NewNullLogger(), l: l.With("component", "raft")}
+	return &slogHC{Logger: hclog.NewNullLogger(), l: raftSlog(l)}
 }
+
+// newPeerHCLogger is newHCLogger with repeated complaints about one member
+// rate-limited by peers.
+func newPeerHCLogger(l *slog.Logger, peers *peerLog) hclog.Logger {
+	return &slogHC{Logger: hclog.NewNullLogger(), l: raftSlog(l), peers: peers}
+}
+
+// raftSlog tags l's lines as raft's.
+func raftSlog(l *slog.Logger) *slog.Logger { return l.With("component", "raft") }
 
 func (h *slogHC) log(level slog.Level, msg string, args []interface{}) {
 	if !h.l.Enabled(context.Background(), level) {
@@ -31,6 +44,10 @@ func (h *slogHC) log(level slog.Level, msg string, args []interface{}) {
 				args[i] = fmt.Sprintf(layout, f[1:]...)
 			}
 		}
+	}
+	if h.peers != nil {
+		h.peers.logLine(h.l, level, msg, args)
+		return
 	}
 	h.l.Log(context.Background(), level, msg, args...)
 }
@@ -61,11 +78,11 @@ func (h *slogHC) IsWarn() bool  { return h.l.Enabled(context.Background(), slog.
 func (h *slogHC) IsError() bool { return h.l.Enabled(context.Background(), slog.LevelError) }
 
 func (h *slogHC) With(args ...interface{}) hclog.Logger {
-	return &slogHC{Logger: h.Logger, l: h.l.With(args...)}
+	return &slogHC{Logger: h.Logger, l: h.l.With(args...), peers: h.peers}
 }
 
 func (h *slogHC) Named(name string) hclog.Logger {
-	return &slogHC{Logger: h.Logger, l: h.l.With("name", name)}
+	return &slogHC{Logger: h.Logger, l: h.l.With("name", name), peers: h.peers}
 }
 
 func (h *slogHC) ResetNamed(name string) hclog.Logger { return h.Named(name) }
