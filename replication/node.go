@@ -184,9 +184,10 @@ func (n *Node) self() (Peer, bool) {
 
 func (n *Node) startRaft(s seams) error {
 	rc := raftConfig(n.cfg, n.log)
-	// One line per member going down and coming back, not one per retry.
+	// One line per member going down and coming back, not one per retry;
+	// a standalone server's self-election is no warning.
 	n.peerLog = newPeerLog(raftSlog(n.log), time.Now, n.peers.idOf)
-	rc.Logger = newPeerHCLogger(n.log, n.peerLog)
+	rc.Logger = newPeerHCLogger(n.log, n.peerLog, !n.clustered())
 	logs, stable, snaps, err := n.openStores(s)
 	if err != nil {
 		return err

@@ -98,7 +98,7 @@ func TestPeerLogRateLimits(t *testing.T) {
 				return id, ok
 			}
 			pl := newPeerLog(raftSlog(sl), clock.now, resolve)
-			l := newPeerHCLogger(sl, pl).Named("replication") // derived loggers share the state
+			l := newPeerHCLogger(sl, pl, false).Named("replication") // derived loggers share the state
 			for i, s := range tc.steps {
 				out.Reset()
 				clock.t = clock.t.Add(s.advance)
