@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -42,19 +43,22 @@ func TestStandaloneStartIsQuiet(t *testing.T) {
 	tests := []struct {
 		name  string
 		start func(dir string) []string // the command line; dir is fresh
+		// segment is the size of the log's segment files.
+		segment int64
 	}{
 		{"flags", func(dir string) []string {
 			return []string{"--data-dir", filepath.Join(dir, "data"), "--client-port", strconv.Itoa(freePort(t))}
-		}},
+		}, 64 << 20},
 		{"zoo.cfg", func(dir string) []string {
 			path := filepath.Join(dir, "zoo.cfg")
 			cfg := "tickTime=2000\ndataDir=" + filepath.Join(dir, "data") + "\nclientPort=" + strconv.Itoa(freePort(t)) +
-				"\nclientPortAddress=127.0.0.1\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=" + strconv.Itoa(freePort(t)) + "\n"
+				"\nclientPortAddress=127.0.0.1\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=" + strconv.Itoa(freePort(t)) +
+				"\nwal.segmentSizeBytes=1048576\n"
 			if err := writeFile(path, cfg); err != nil {
 				t.Fatal(err)
 			}
 			return []string{"--config", path}
-		}},
+		}, 1 << 20},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,6 +103,13 @@ func TestStandaloneStartIsQuiet(t *testing.T) {
 			}
 			if len(bad) > 0 {
 				t.Fatalf("a standalone start logged %d warnings or errors:\n%s", len(bad), strings.Join(bad, "\n"))
+			}
+			segs, _ := filepath.Glob(filepath.Join(dir, "data", "version-2", "raft", "wal", "*.wal"))
+			if len(segs) == 0 {
+				t.Fatalf("no log segment under %s", dir)
+			}
+			if info, err := os.Stat(segs[0]); err != nil || info.Size() != tc.segment {
+				t.Fatalf("log segment %s: %v, %v; want %d bytes", segs[0], info, err, tc.segment)
 			}
 			if !strings.Contains(out.String(), "level=INFO") {
 				t.Fatalf("nothing logged at info: the check saw no output:\n%s", out.String())
