@@ -113,7 +113,7 @@ const (
 // long as the followers' heartbeat timeout, the most raft allows: at half
 // of it (raft's ratio), a leader whose process is starved of CPU for a
 // moment steps down while its followers still follow it, and the ensemble
-// has no leader until the next election. (Figures: docs/perf/journal.md,
+// has no leader until the next election. (Figures: docs/dev/perf-journal.md,
 // "Replication constants".)
 func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()
