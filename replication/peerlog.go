@@ -6,8 +6,8 @@ package replication
 // contact"): about 97 ERROR lines in 30 s with one member of three down.
 // peerLog turns that into one line when the member stops answering, a
 // reminder every remindEvery with the count of lines left out, and one
-// line when it answers again (the first bytes read from it on a new
-// connection: a dial alone may reach a proxy in front of a dead member).
+// line when it answers again (bytes read from it: a dial alone may reach
+// a proxy in front of a dead member).
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -38,6 +39,8 @@ type peerLog struct {
 	mu       sync.Mutex
 	down     map[string]*peerDown // by member id, or address when unknown
 	idByAddr map[string]string    // learned from the raft.Server values raft logs
+	// anyDown is len(down), read without mu on every read from a member.
+	anyDown atomic.Int32
 }
 
 // peerDown is one member that stopped answering.
@@ -122,6 +125,7 @@ func (p *peerLog) failed(member string) (bool, []any) {
 	d, ok := p.down[member]
 	if !ok {
 		p.down[member] = &peerDown{since: now, lastLine: now}
+		p.anyDown.Store(int32(len(p.down)))
 		return true, []any{"member", member, "repeats", "not logged again until the member answers"}
 	}
 	if now.Sub(d.lastLine) < p.remindEvery {
@@ -142,6 +146,7 @@ func (p *peerLog) answered(addr string) {
 	p.mu.Lock()
 	d, ok := p.down[member]
 	delete(p.down, member)
+	p.anyDown.Store(int32(len(p.down)))
 	p.mu.Unlock()
 	if !ok {
 		return
@@ -159,10 +164,10 @@ func (p *peerLog) isDown(member string) bool {
 }
 
 // answerConn is a connection to a member that tells peerLog when the
-// member first answers on it (the first byte read).
+// member answers on it (bytes read) while some member is taken as down:
+// while none is, a read costs one atomic load more.
 type answerConn struct {
 	net.Conn
-	once sync.Once
 	addr string
 	pl   *peerLog
 }
@@ -170,8 +175,8 @@ type answerConn struct {
 // Read implements net.Conn.
 func (c *answerConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	if n > 0 {
-		c.once.Do(func() { c.pl.answered(c.addr) })
+	if n > 0 && c.pl.anyDown.Load() > 0 {
+		c.pl.answered(c.addr)
 	}
 	return n, err
 }

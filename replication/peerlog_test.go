@@ -125,33 +125,42 @@ func TestPeerLogRateLimits(t *testing.T) {
 	}
 }
 
-// TestAnswerConnReportsFirstRead: a dialled connection tells peerLog
-// that its member is back at the first byte read, once.
-func TestAnswerConnReportsFirstRead(t *testing.T) {
+// TestAnswerConnReportsReads: a connection to a member tells peerLog that
+// the member is back when bytes arrive, also on a connection that was open
+// before the member was taken as down, and that is said once.
+func TestAnswerConnReportsReads(t *testing.T) {
+	const addr = "10.0.0.1:1"
 	var out bytes.Buffer
 	pl := newPeerLog(slog.New(slog.NewTextHandler(&out, nil)), time.Now, nil)
-	if ok, _ := pl.failed("10.0.0.1:1"); !ok {
-		t.Fatal("the first failure was not logged")
-	}
 	client, server := net.Pipe()
 	defer client.Close()
 	defer server.Close()
-	c := &answerConn{Conn: client, addr: "10.0.0.1:1", pl: pl}
-	go func() {
-		server.Write([]byte("ab"))
-		server.Write([]byte("c"))
-	}()
+	c := &answerConn{Conn: client, addr: addr, pl: pl}
+	steps := []struct {
+		name      string
+		fail      bool // raft complains about the member first
+		wantLines int  // "reachable again" lines so far
+		wantDown  bool
+	}{
+		{"a read while up", false, 0, false},
+		{"a read after a failure", true, 1, false},
+		{"another read", false, 1, false},
+		{"down again, then a read", true, 2, false},
+	}
 	buf := make([]byte, 1)
-	for range 3 {
-		if _, err := c.Read(buf); err != nil {
-			t.Fatalf("read: %v", err)
+	for _, st := range steps {
+		if st.fail {
+			if ok, _ := pl.failed(addr); !ok {
+				t.Fatalf("%s: the first failure was not logged", st.name)
+			}
 		}
-	}
-	if pl.isDown("10.0.0.1:1") {
-		t.Fatal("the member is still down after it answered")
-	}
-	if n := strings.Count(out.String(), "member reachable again"); n != 1 {
-		t.Fatalf("logged %d answer lines, want 1: %q", n, out.String())
+		go server.Write([]byte("x"))
+		if _, err := c.Read(buf); err != nil {
+			t.Fatalf("%s: read: %v", st.name, err)
+		}
+		if got := strings.Count(out.String(), "member reachable again"); got != st.wantLines || pl.isDown(addr) != st.wantDown {
+			t.Fatalf("%s: %d lines, down %v; want %d, %v: %q", st.name, got, pl.isDown(addr), st.wantLines, st.wantDown, out.String())
+		}
 	}
 }
 
