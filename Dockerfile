@@ -36,7 +36,7 @@ RUN --mount=type=cache,target=/root/.cache/go-build \
     go build -trimpath \
       -ldflags "-s -w -X github.com/zkserverd/zkserverd/server.Version=${VERSION} -X 'github.com/zkserverd/zkserverd/server.BuildDate=${BUILD_DATE}' -X 'main.commit=${COMMIT}'" \
       -o /out/usr/local/bin/zkserverd ./cmd/zkserverd \
- && mkdir -p /out/data /out/datalog /out/conf
+ && mkdir -p /out/data /out/datalog /out/logs /out/conf
 
 # ---- runtime stage ---------------------------------------------------------
 # distroless/static:nonroot has no shell or package manager, only CA
@@ -56,6 +56,9 @@ COPY --from=build /out/usr/local/bin/zkserverd /usr/local/bin/zkserverd
 # only reads a mounted /conf/zoo.cfg and never writes one.
 COPY --from=build --chown=65532:65532 /out/data /data
 COPY --from=build --chown=65532:65532 /out/datalog /datalog
+# /logs is for ZOO_LOG_DIR=/logs (a rotated log file instead of standard
+# error); it is not set here, so `docker logs` shows the log by default.
+COPY --from=build --chown=65532:65532 /out/logs /logs
 COPY --from=build /out/conf /conf
 
 # The official image's defaults (its Dockerfile ENV); see docs/docker.md.

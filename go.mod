@@ -17,6 +17,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/sys v0.49.0
+	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 	software.sslmate.com/src/go-pkcs12 v0.7.4
 )
 

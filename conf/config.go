@@ -116,6 +116,11 @@ type Config struct {
 	// "boltdb". Empty (the default) keeps the store a data directory was
 	// created with, and uses wal for a new one.
 	LogStore string
+	// WALSegmentSizeBytes (zkserverd's wal.segmentSizeBytes) is the size
+	// of each segment file of the wal log store, reserved on disk when the
+	// segment is created: 0 means DefaultWALSegmentSize; otherwise
+	// between MinWALSegmentSize and MaxWALSegmentSize.
+	WALSegmentSizeBytes int
 
 	// JuteMaxBuffer is the largest packet, default 0xfffff. ZooKeeper reads
 	// it only from the JVM property; zkserverd also takes jute.maxbuffer
@@ -167,6 +172,16 @@ type Config struct {
 	// unknown key, as written in the file.
 	Extra map[string]string
 }
+
+// The wal log store's segment size (wal.segmentSizeBytes): raft-wal's own
+// default, as large as ZooKeeper's preallocated log files (preAllocSize);
+// at least 1 MiB (each segment is one more file and one more rotation);
+// at most 1 GiB (raft-wal's limit is 4 GiB).
+const (
+	DefaultWALSegmentSize = 64 << 20
+	MinWALSegmentSize     = 1 << 20
+	MaxWALSegmentSize     = 1 << 30
+)
 
 // DefaultMetricsProviderClassName is ZooKeeper's default metrics provider.
 const DefaultMetricsProviderClassName = "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider"

@@ -64,13 +64,18 @@ func envScalars() []envVar {
 	}
 }
 
+// EnvLogDir names the directory of the log file, as in the official
+// image (ZOO_LOG_DIR). The command reads it, whatever the configuration's
+// source; it alone does not make the server read the other variables.
+const EnvLogDir = "ZOO_LOG_DIR"
+
 // envIgnored lists variables of the official image (any version) that
 // zkserverd accepts but does not act on, with the reason given in the
 // warning FromEnv returns when one is set.
 func envIgnored(name string) (reason string, ok bool) {
 	switch name {
-	case "ZOO_LOG_DIR", "ZOO_LOG4J_PROP", "ZOO_LOG_LEVEL", "ZOO_LOG_APPENDER":
-		return "zkserverd logs to standard error; use --log-level", true
+	case "ZOO_LOG4J_PROP", "ZOO_LOG_LEVEL", "ZOO_LOG_APPENDER":
+		return "zkserverd has no log4j configuration; use --log-level (levels per component) and ZOO_LOG_DIR or --log-file", true
 	case "ZOO_USER":
 		return "the container's user is chosen with --user", true
 	case "ZOO_PORT":
@@ -370,7 +375,7 @@ func attribute(err error, origins map[string]string) error {
 func envWarnings(env environment) []string {
 	var names []string
 	for name := range env {
-		if !envKnown(name) {
+		if !envKnown(name) && name != EnvLogDir {
 			names = append(names, name)
 		}
 	}

@@ -266,6 +266,8 @@ func (p *parser) setQuorumKey(key, v string) (bool, error) {
 			err = keyErr(key, v, "is neither boltdb nor wal")
 		}
 		c.LogStore = v
+	case "wal.segmentSizeBytes":
+		c.WALSegmentSizeBytes, err = parseInt(key, v)
 	case "localSessionsEnabled":
 		c.LocalSessionsEnabled, err = parseBool(key, v)
 	case "localSessionsUpgradingEnabled":

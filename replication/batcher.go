@@ -35,7 +35,7 @@ const maxQueued = 4096
 // every member the same fixed work whatever it carries (raft's bookkeeping,
 // a log frame, a message to each follower, an apply), so a small bound
 // makes entries carry more writes; below 8, session churn through several
-// members made proposals wait (docs/perf/journal.md, "Replication
+// members made proposals wait (docs/dev/perf-journal.md, "Replication
 // constants").
 const maxUnappliedEntries = 8
 

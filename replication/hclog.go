@@ -10,17 +10,43 @@ import (
 
 // slogHC adapts *slog.Logger to the hclog.Logger that hashicorp/raft
 // requires, so raft's lines reach the same structured output as ours.
-// Methods not overridden come from a null logger.
+// Methods not overridden come from a null logger. With peers set, raft's
+// repeated complaints about an unreachable member are left out
+// (peerlog.go); every logger derived by With or Named shares it.
+//
+// singleVoter marks the logger of a standalone server: raft starts every
+// member as a follower that elects itself after a heartbeat timeout, and
+// warns "heartbeat timeout reached, starting election". With no other
+// member there is no leader to miss, so that line is informational there.
 type slogHC struct {
 	hclog.Logger
-	l *slog.Logger
+	l           *slog.Logger
+	peers       *peerLog
+	singleVoter bool
 }
 
+// electionStart is raft's warning when a follower stops waiting for a
+// leader.
+const electionStart = "heartbeat timeout reached, starting election"
+
+// newHCLogger returns raft's logger over l, tagged component=raft.
 func newHCLogger(l *slog.Logger) hclog.Logger {
-	return &slogHC{Logger: hclog.NewNullLogger(), l: l.With("component", "raft")}
+	return &slogHC{Logger: hclog.NewNullLogger(), l: raftSlog(l)}
 }
+
+// newPeerHCLogger is newHCLogger with repeated complaints about one member
+// rate-limited by peers; singleVoter is set for a standalone server.
+func newPeerHCLogger(l *slog.Logger, peers *peerLog, singleVoter bool) hclog.Logger {
+	return &slogHC{Logger: hclog.NewNullLogger(), l: raftSlog(l), peers: peers, singleVoter: singleVoter}
+}
+
+// raftSlog tags l's lines as raft's.
+func raftSlog(l *slog.Logger) *slog.Logger { return l.With("component", "raft") }
 
 func (h *slogHC) log(level slog.Level, msg string, args []interface{}) {
+	if h.singleVoter && level == slog.LevelWarn && msg == electionStart {
+		level = slog.LevelInfo
+	}
 	if !h.l.Enabled(context.Background(), level) {
 		return
 	}
@@ -31,6 +57,10 @@ func (h *slogHC) log(level slog.Level, msg string, args []interface{}) {
 				args[i] = fmt.Sprintf(layout, f[1:]...)
 			}
 		}
+	}
+	if h.peers != nil {
+		h.peers.logLine(h.l, level, msg, args)
+		return
 	}
 	h.l.Log(context.Background(), level, msg, args...)
 }
@@ -61,11 +91,11 @@ func (h *slogHC) IsWarn() bool  { return h.l.Enabled(context.Background(), slog.
 func (h *slogHC) IsError() bool { return h.l.Enabled(context.Background(), slog.LevelError) }
 
 func (h *slogHC) With(args ...interface{}) hclog.Logger {
-	return &slogHC{Logger: h.Logger, l: h.l.With(args...)}
+	return &slogHC{Logger: h.Logger, l: h.l.With(args...), peers: h.peers, singleVoter: h.singleVoter}
 }
 
 func (h *slogHC) Named(name string) hclog.Logger {
-	return &slogHC{Logger: h.Logger, l: h.l.With("name", name)}
+	return &slogHC{Logger: h.Logger, l: h.l.With("name", name), peers: h.peers, singleVoter: h.singleVoter}
 }
 
 func (h *slogHC) ResetNamed(name string) hclog.Logger { return h.Named(name) }

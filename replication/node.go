@@ -42,6 +42,7 @@ type Node struct {
 	faults   *diskFaults // stops the member at a failed log write
 	syncs    *logSyncs   // times the WAL's fsyncs
 	peers    *peerSet
+	peerLog  *peerLog // raft's complaints per member (peerlog.go)
 	fwd      *forwarder
 	health   peerHealth
 	link     *leaderLink  // a follower's forwarding connection to the leader (health.go)
@@ -183,6 +184,10 @@ func (n *Node) self() (Peer, bool) {
 
 func (n *Node) startRaft(s seams) error {
 	rc := raftConfig(n.cfg, n.log)
+	// One line per member going down and coming back, not one per retry;
+	// a standalone server's self-election is no warning.
+	n.peerLog = newPeerLog(raftSlog(n.log), time.Now, n.peers.idOf)
+	rc.Logger = newPeerHCLogger(n.log, n.peerLog, !n.clustered())
 	logs, stable, snaps, err := n.openStores(s)
 	if err != nil {
 		return err

@@ -53,6 +53,11 @@ type Config struct {
 	// (raft-boltdb on bbolt). Empty means the store already in the data
 	// directory, and wal for a new one (see chooseLogStore).
 	LogStore string
+	// WALSegmentSize is the size in bytes of each wal segment file,
+	// reserved when the segment is created (0: raft-wal's 64 MiB). It
+	// takes effect for new segments; a data directory keeps the ones it
+	// has until they are full.
+	WALSegmentSize int
 	// Network carries member connections (nil: plain TCP); peernet's
 	// secures them with TLS and SASL.
 	Network Network
@@ -108,7 +113,7 @@ const (
 // long as the followers' heartbeat timeout, the most raft allows: at half
 // of it (raft's ratio), a leader whose process is starved of CPU for a
 // moment steps down while its followers still follow it, and the ensemble
-// has no leader until the next election. (Figures: docs/perf/journal.md,
+// has no leader until the next election. (Figures: docs/dev/perf-journal.md,
 // "Replication constants".)
 func raftConfig(cfg Config, logger *slog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()

@@ -108,6 +108,8 @@ func (n *Node) openLogStore(kind, logDir string, vfs types.VFS) (raft.LogStore, 
 // its files are never synced. Either way a failed write, fsync or metadata
 // commit stops the member (crashStopFS, crashStopMeta). Its segments go
 // through vfs (nil: the operating system's file system), under those layers.
+// Each segment file is WALSegmentSize bytes (raft-wal reserves it when
+// it creates the segment).
 func (n *Node) openWAL(walDir string, vfs types.VFS) (raft.LogStore, raft.StableStore, error) {
 	// The WAL does not close its metadata database itself; it is ours
 	// to close after the WAL (closers run in reverse order).
@@ -125,7 +127,11 @@ func (n *Node) openWAL(walDir string, vfs types.VFS) (raft.LogStore, raft.Stable
 	} else {
 		vfs = crashStopFS{VFS: noSyncFS(vfs), faults: n.faults}
 	}
-	store, err := wal.Open(walDir, wal.WithMetaStore(meta), wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)))
+	size := n.cfg.WALSegmentSize
+	if size <= 0 {
+		size = wal.DefaultSegmentSize
+	}
+	store, err := wal.Open(walDir, wal.WithMetaStore(meta), wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)), wal.WithSegmentSize(size))
 	if err != nil {
 		return nil, nil, fmt.Errorf("replication: open log store: %w", err)
 	}

@@ -42,13 +42,20 @@ type streamLayer struct {
 	net.Listener
 	network   Network
 	advertise net.Addr
+	// peers, when set, learns from each dialled connection when its
+	// member answers (peerlog.go).
+	peers *peerLog
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
 // Dial implements raft.StreamLayer.
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return s.network.Dial(string(address), timeout)
+	c, err := s.network.Dial(string(address), timeout)
+	if err != nil || s.peers == nil {
+		return c, err
+	}
+	return &answerConn{Conn: c, addr: string(address), pl: s.peers}, nil
 }
 
 // Addr implements net.Listener: the advertised address, as raft's TCP

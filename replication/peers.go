@@ -50,6 +50,19 @@ func (ps *peerSet) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
 	return raft.ServerAddress(p.RaftAddr), nil
 }
 
+// idOf returns the id of the member whose configured raft address is
+// addr.
+func (ps *peerSet) idOf(addr string) (string, bool) {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	for id, p := range ps.byID {
+		if p.RaftAddr == addr {
+			return string(id), true
+		}
+	}
+	return "", false
+}
+
 // forwardAddr returns the forwarding address of member id.
 func (ps *peerSet) forwardAddr(id raft.ServerID) (string, bool) {
 	ps.mu.RLock()

@@ -77,7 +77,7 @@ const zeroChunk = 256 << 10
 // writes zeros a chunk ahead of the log's writes, so that one journal
 // commit covers a chunk's worth of entries, and syncs with fdatasync after
 // the file's first sync (which also syncs its directory), as ZooKeeper's
-// log does (what it bought: docs/perf/journal.md, "Replication
+// log does (what it bought: docs/dev/perf-journal.md, "Replication
 // constants").
 // Its files' fsyncs are timed by syncs (nil: not timed).
 type zeroFS struct {

@@ -185,6 +185,7 @@ func New(opts Options, seams ...Option) (*Server, error) {
 		ForceNewEnsemble:      cfg.ForceNewEnsemble,
 		DigestInterval:        millis(int64(cfg.DigestIntervalMs)),
 		LogStore:              cfg.LogStore,
+		WALSegmentSize:        cfg.WALSegmentSizeBytes,
 		FsyncWarningThreshold: millis(cfg.FsyncWarningThresholdMs),
 		OnLogSync:             s.observeLogSync,
 	})

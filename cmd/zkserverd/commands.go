@@ -27,6 +27,7 @@ type runFlags struct {
 	clientPort int
 	logLevel   string
 	logFormat  string
+	logOut     logOutputFlags
 	pprofAddr  string
 	// forceNewEnsemble: see conf.Config.ForceNewEnsemble.
 	forceNewEnsemble bool
@@ -74,8 +75,9 @@ func addRunFlags(cmd *cobra.Command, f *runFlags) {
 	addConfigFlags(cmd, f)
 	fl := cmd.Flags()
 	fl.StringVar(&f.dataLogDir, "data-log-dir", "", "transaction log directory (overrides dataLogDir; default: the data directory)")
-	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level (debug, info, warn, error), then optional component=level pairs: info,raft=warn")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	addLogFlags(fl, &f.logOut)
 	fl.BoolVar(&f.forceNewEnsemble, "force-new-ensemble", false, "an empty ensemble member bootstraps a new ensemble although some listed members do not answer (see docs/operations.md)")
 	fl.StringVar(&f.pprofAddr, "pprof", "", "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 }
@@ -173,27 +175,17 @@ func validateSources(cmd *cobra.Command, f runFlags, cfg conf.Config) error {
 	return err
 }
 
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	opts := &slog.HandlerOptions{Level: lv}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format: %q is neither text nor json", format)
-}
-
 // run starts the server and blocks until SIGINT or SIGTERM. Nothing is
 // created on disk before the configuration is valid and its ports can be
 // bound (startup.go); a start that fails all the same removes the data
 // directories it created, when that is safe (startServer).
 func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
-	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
+	out, closeLog, err := f.logOut.open(stderr, os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	logger, err := newLogger(out, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
 	}
