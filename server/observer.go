@@ -61,9 +61,23 @@ func appliedConfig(txn *txnlog.Txn, res *datatree.Result) []byte {
 }
 
 // Restored is called when a snapshot replaced the state; connections whose
-// session no longer exists are closed.
+// session no longer exists are closed, and the expiry clock follows the
+// new session table, as ZooKeeper's restore rebuilds its session tracker:
+// sessions that are gone leave it, the restored ones get a full timeout.
 func (o *observer) Restored() {
 	s := (*Server)(o)
+	if s.node == nil {
+		return // the snapshot a member starts from: no client yet, and leadership starts the clocks
+	}
+	sessions := s.node.Sessions()
+	for _, ids := range s.tracker.Buckets() {
+		for _, id := range ids {
+			if _, ok := sessions.Get(id); !ok {
+				s.tracker.Remove(id)
+			}
+		}
+	}
+	s.restartSessionClocks()
 	for _, c := range s.connections() {
 		sid := c.sessionID.Load()
 		if sid == 0 {
