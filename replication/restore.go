@@ -125,9 +125,10 @@ type RestoreResult struct {
 // with its stat, and the session table (sessions the backup does not
 // hold are gone, and their clients' connections are closed; sessions it
 // holds live on and expire as usual unless their clients reconnect).
-// What is kept: the ensemble's identity and membership, and its
+// What is kept: the ensemble's identity and membership, its
 // /zookeeper/config node, which describes the running ensemble rather
-// than the one the backup was taken of.
+// than the one the backup was taken of, and which member owns each
+// session's connection now.
 //
 // The state is encoded, read back and checked as every member will check
 // it before raft is given it, so a state raft would fail to install (which
@@ -147,9 +148,16 @@ func (n *Node) Restore(ctx context.Context, st *txnlog.SnapshotState) (RestoreRe
 			return RestoreResult{}, fmt.Errorf("replication: restore: %w: loaded %016x, recorded %016x", errDigestMismatch, got, st.Digest)
 		}
 	}
-	cur := n.Tree()
-	cfgData, cfgStat, _ := cur.GetData(configPath, nil, nil)
+	cfgData, cfgStat, _ := n.Tree().GetData(configPath, nil, nil)
 	st.Tree.SetConfigNode(cfgData, cfgStat.Mzxid, cfgStat.Mtime)
+	// A session's owner is the member its client is connected to now
+	// (none for a session the ensemble does not hold): an owner recorded
+	// by the backup's ensemble would fail the client's writes with
+	// SessionMoved.
+	cur := n.Sessions()
+	for _, info := range st.Sessions.All() {
+		st.Sessions.SetOwner(info.ID, cur.Owner(info.ID))
+	}
 	h := txnlog.SnapshotHeader{
 		LastZxid: max(st.LastZxid, n.LastZxid()),
 		Ensemble: n.ident.get(),

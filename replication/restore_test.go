@@ -59,8 +59,9 @@ func backupOf(t *testing.T, n *Node) (BackupInfo, *txnlog.SnapshotState) {
 // backup into a 3-member ensemble through the log: a follower refuses
 // and names the leader, a backup whose digest is wrong is refused with
 // nothing changed, and the restore leaves every member with the
-// backup's znodes and stats, the backup's sessions, the ensemble's own
-// identity, and a zxid that did not go back.
+// backup's znodes and stats, the backup's sessions (owned by no member:
+// their clients are not connected here), the ensemble's own identity,
+// and a zxid that did not go back.
 func TestBackupRestoreIntoAnotherEnsemble(t *testing.T) {
 	src := openNodeWith(t, Config{DataDir: t.TempDir()})
 	defer src.Close()
@@ -104,7 +105,8 @@ func TestBackupRestoreIntoAnotherEnsemble(t *testing.T) {
 		t.Fatal("a refused restore changed the tree")
 	}
 
-	_, st = backupOf(t, src) // a fresh copy: Restore takes the tree over
+	_, st = backupOf(t, src)      // a fresh copy: Restore takes the tree over
+	st.Sessions.SetOwner(0x77, 9) // a member of the backup's ensemble
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := c.nodes[lead].Restore(ctx, st)
@@ -126,7 +128,7 @@ func TestBackupRestoreIntoAnotherEnsemble(t *testing.T) {
 		if n.Ensemble() != ensemble || n.Fenced() != nil {
 			t.Errorf("member %d: ensemble %s fenced %v, want %s and not fenced", i+1, n.Ensemble(), n.Fenced(), ensemble)
 		}
-		if _, ok := n.Sessions().Get(0x77); !ok || n.Sessions().Len() != 1 {
+		if _, ok := n.Sessions().Get(0x77); !ok || n.Sessions().Len() != 1 || n.Sessions().Owner(0x77) != 0 {
 			t.Errorf("member %d: sessions %v, want the backup's", i+1, n.Sessions().All())
 		}
 		if n.LastZxid() < zxidBefore {
