@@ -234,6 +234,21 @@ func TestBackupUnderLoadRestoresIntoFreshEnsemble(t *testing.T) {
 	if _, err := c.Create("/after-restore", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("write after restore: %v", err)
 	}
+	// The restored sessions' clients are connected to the source, not
+	// here: the leader's expiry clock knows them from the restore, so
+	// they expire and their ephemerals go.
+	testutil.Eventually(t, 40*time.Second, "the restored sessions to expire", func() bool {
+		kids, _, err := c.Children("/load3")
+		if err != nil {
+			return false
+		}
+		for _, k := range kids {
+			if strings.HasPrefix(k, "eph") {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // firstDiff shows the first line where got and want differ.
