@@ -192,9 +192,10 @@ func aclKey(list []jute.ACL) string {
 type Backup struct {
 	Tree     *datatree.Tree
 	Sessions *session.Table
-	// LastZxid is the highest zxid any node's stat records (a snapshot
-	// stream does not carry its own zxid: ZooKeeper takes it from the
-	// file name).
+	// LastZxid is the last processed zxid ZooKeeper 3.9 writes after the
+	// seal, or else the highest zxid any node's stat records (older
+	// snapshots do not carry their zxid: ZooKeeper takes it from the
+	// file name); the larger of the two.
 	LastZxid int64
 }
 
@@ -217,7 +218,7 @@ func ReadBackup(r io.Reader) (*Backup, error) {
 		}
 	}
 	nodes := make([]*Node, 0, len(d.nodes))
-	var last int64
+	last := d.lastZxid
 	for _, n := range d.nodes {
 		nodes = append(nodes, n)
 		last = max(last, n.Stat.Czxid, n.Stat.Mzxid, n.Stat.Pzxid)

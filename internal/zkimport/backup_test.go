@@ -2,7 +2,9 @@ package zkimport
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/adler32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,5 +118,63 @@ func TestBackupRefusesDamage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// sealed appends fields to b, then ZooKeeper's seal over all of b.
+func sealed(b []byte, fields ...[]byte) []byte {
+	for _, f := range fields {
+		b = append(b, f...)
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(adler32.Checksum(b)))
+	return append(b, 0, 0, 0, 1, '/')
+}
+
+// TestBackupTrailer reads what ZooKeeper writes after a snapshot's seal:
+// 3.9's last processed zxid (with or without the digest before it) is the
+// backup's zxid when it is the larger, a trailer with a bad seal is
+// refused, and other trailing bytes are ignored as before.
+func TestBackupTrailer(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(testdata, "snapshot.*"))
+	raw, err := os.ReadFile(files[len(files)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ReadBackup(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := WriteSnapshot(&out, st.Tree, st.Sessions); err != nil {
+		t.Fatal(err)
+	}
+	base := out.Bytes()
+	u64 := func(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+	digest := [][]byte{u64(7), {0, 0, 0, 2}, u64(0xdead)}
+	high := uint64(st.LastZxid) + 0x100
+	withDigest := sealed(slices.Clone(base), digest...)
+	badSeal := sealed(slices.Clone(base), u64(high))
+	badSeal[len(badSeal)-6] ^= 1
+	cases := []struct {
+		name string
+		in   []byte
+		want int64 // -1: refused
+	}{
+		{"none", base, st.LastZxid},
+		{"last zxid", sealed(slices.Clone(base), u64(high)), int64(high)},
+		{"digest and last zxid", sealed(withDigest, u64(high)), int64(high)},
+		{"digest only", withDigest, st.LastZxid},
+		{"lower last zxid", sealed(slices.Clone(base), u64(1)), st.LastZxid},
+		{"bad seal", badSeal, -1},
+		{"other bytes", append(slices.Clone(base), 1, 2, 3), st.LastZxid},
+	}
+	for _, tc := range cases {
+		got, err := ReadBackup(bytes.NewReader(tc.in))
+		switch {
+		case tc.want == -1 && !errors.Is(err, ErrBadSnapshot):
+			t.Errorf("%s: %v, want ErrBadSnapshot", tc.name, err)
+		case tc.want != -1 && (err != nil || got.LastZxid != tc.want):
+			t.Errorf("%s: %+v %v, want zxid %#x", tc.name, got, err, tc.want)
+		}
 	}
 }
