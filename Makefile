@@ -63,7 +63,7 @@ RELEASE_LDFLAGS = -s -w \
 	-X 'github.com/zkserverd/zkserverd/server.BuildDate=$(BUILD_DATE)' \
 	-X 'main.commit=$(COMMIT)'
 
-.PHONY: kerberos test lint compat compat-diff compat-zookeeper compat-unit compat-runner chaos fuzz resources release
+.PHONY: kerberos test lint compat compat-diff compat-zookeeper compat-unit compat-runner compat-zkformat chaos fuzz resources release
 
 test:
 	$(GO) test -race -timeout 30m ./...
@@ -79,8 +79,13 @@ lint:
 compat-runner:
 	@$(GO) build -o $(COMPAT_RUNNER) ./test/compat/runner
 
-compat: compat-runner
+compat: compat-runner compat-zkformat
 	@$(COMPAT_RUNNER) -mode compat $(ARGS)
+
+# Apache ZooKeeper 3.8 (Debian's jar) loads a backup zkserverd wrote in
+# ZooKeeper's snapshot format (test/zkformat_test.go).
+compat-zkformat:
+	$(GO) test -count=1 -run '^TestZooKeeperLoadsBackup$$' ./test
 
 compat-diff: compat-runner
 	@$(COMPAT_RUNNER) -mode diff $(ARGS)

@@ -44,6 +44,15 @@ func (c *recentLogs) GetLog(index uint64, log *raft.Log) error {
 	return c.LogStore.GetLog(index, log)
 }
 
+// IsMonotonic implements raft.MonotonicLogStore for the store beneath:
+// raft-wal takes no entry after a hole, so after a snapshot install or a
+// restore (restore.go), which leave one, raft must empty the log first
+// rather than compact it, and it does so only for a store that says so.
+func (c *recentLogs) IsMonotonic() bool {
+	m, ok := c.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 func (c *recentLogs) StoreLog(log *raft.Log) error {
 	return c.StoreLogs([]*raft.Log{log})
 }

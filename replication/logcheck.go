@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/raft"
@@ -15,7 +16,12 @@ import (
 // pass when they decode. A member refused here is recovered by wiping its
 // data directory: it rejoins and takes the leader's snapshot
 // (docs/operations.md).
-func verifyLog(logs raft.LogStore, where string) error {
+//
+// Entries at or below covered, the index of the newest snapshot, may be
+// missing: raft never reads them again, and a log store that keeps holes
+// (raft-boltdb) has one below the snapshot after a follower installed a
+// snapshot beyond its log, or after a restore (restore.go).
+func verifyLog(logs raft.LogStore, where string, covered uint64) error {
 	first, err := logs.FirstIndex()
 	if err != nil {
 		return fmt.Errorf("replication: read the log's first index: %w", err)
@@ -30,6 +36,9 @@ func verifyLog(logs raft.LogStore, where string) error {
 	var l raft.Log
 	for i := first; i <= last; i++ {
 		if err := logs.GetLog(i, &l); err != nil {
+			if i <= covered && errors.Is(err, raft.ErrLogNotFound) {
+				continue
+			}
 			return fmt.Errorf("replication: log entry %d in %s cannot be read: %w; this member's log is damaged, see docs/operations.md (\"A damaged member\")", i, where, err)
 		}
 		if l.Type != raft.LogCommand {

@@ -34,7 +34,8 @@ type Node struct {
 	cfg      Config
 	log      *slog.Logger
 	raft     *raft.Raft
-	logs     raft.LogStore // read by WaitApplied
+	logs     raft.LogStore      // read by WaitApplied
+	snaps    raft.SnapshotStore // read by Backup (restore.go)
 	fsm      *fsm
 	waiters  *waiters
 	applied  *appliedIndex
@@ -231,6 +232,7 @@ func (n *Node) startRaft(s seams) error {
 	}
 	n.raft = r
 	n.logs = logs
+	n.snaps = snaps
 	if has {
 		n.checkMembership()
 	}

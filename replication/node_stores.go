@@ -61,7 +61,11 @@ func (n *Node) openStores(s seams) (raft.LogStore, raft.StableStore, raft.Snapsh
 		logs = crashStopLogs{LogStore: logs, path: path, faults: n.faults}
 	}
 	stable = crashStopStable{StableStore: stable, path: stablePath, faults: n.faults}
-	if err := verifyLog(logs, path); err != nil {
+	var covered uint64
+	if list, err := snaps.List(); err == nil && len(list) > 0 {
+		covered = list[0].Index
+	}
+	if err := verifyLog(logs, path, covered); err != nil {
 		return nil, nil, nil, err
 	}
 	if err := snaps.checkAtOpen(logs); err != nil {

@@ -78,15 +78,30 @@ func appliedConfig(txn *txnlog.Txn, res *datatree.Result) []byte {
 // Restored is called when a snapshot replaced the state; connections whose
 // session no longer exists are closed, and so are those with early writes
 // not applied (pipeline_early.go): the snapshot may hold such a write,
-// and the reads queued before it must not see it.
+// and the reads queued before it must not see it. The expiry clock
+// follows the new session table, as ZooKeeper's restore rebuilds its
+// session tracker: sessions that are gone leave it, the restored ones get
+// a full timeout.
 func (o *observer) Restored() {
 	s := (*Server)(o)
+	if s.node == nil {
+		return // the snapshot a member starts from: no client yet, and leadership starts the clocks
+	}
+	sessions := s.node.Sessions()
+	for _, ids := range s.tracker.Buckets() {
+		for _, id := range ids {
+			if _, ok := sessions.Get(id); !ok {
+				s.tracker.Remove(id)
+			}
+		}
+	}
+	s.restartSessionClocks()
 	for _, c := range s.connections() {
 		sid := c.sessionID.Load()
 		if sid == 0 {
 			continue
 		}
-		if _, ok := s.node.Sessions().Get(sid); !ok {
+		if _, ok := sessions.Get(sid); !ok {
 			go c.abort("session gone after snapshot restore")
 		} else if c.pl.reads.unapplied() {
 			go c.abort("writes in flight replaced by a snapshot restore")

@@ -55,6 +55,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	addRunFlags(root, &f)
 	root.AddCommand(newVersionCommand(), newClusterCommand(stderr), newHealthcheckCommand(), newStatusCommand(), newPrintConfigCommand())
 	root.AddCommand(newImportCommand(stderr))
+	root.AddCommand(newBackupCommand(), newRestoreCommand())
 	return root
 }
 

@@ -134,9 +134,8 @@ func (s *streamReader) seal() {
 }
 
 // readSnapshot reads a FileSnap stream (uncompressed) into a new db: the
-// header, the session map, the ACL cache and the node list, then the seal.
-// Whatever follows the first seal (the 3.6+ digest, 3.9's last processed
-// zxid) is not needed and is ignored. It never panics.
+// header, the session map, the ACL cache and the node list, then the seal,
+// and what may follow it (readTrailer). It never panics.
 func readSnapshot(r io.Reader, onIO func(int64)) (*db, error) {
 	s := newStreamReader(r, onIO)
 	if magic, version := s.int32(), s.int32(); s.err == nil && (magic != snapMagic || version != fileVersion) {
@@ -148,6 +147,9 @@ func readSnapshot(r io.Reader, onIO func(int64)) (*db, error) {
 	cache := readACLCache(s)
 	readNodes(s, d, cache)
 	s.seal()
+	if s.err == nil {
+		readTrailer(s, d)
+	}
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -248,4 +250,40 @@ func resolveACL(cache map[int64][]jute.ACL, key int64) ([]jute.ACL, error) {
 		return nil, fmt.Errorf("%w: unknown or empty ACL %d", ErrBadSnapshot, key)
 	}
 	return list, nil
+}
+
+// Sizes of what ZooKeeper may write after a snapshot's seal: the 3.6+
+// digest of the tree (ZxidDigest: zxid, digest version, digest) and 3.9's
+// last processed zxid, each sealed again.
+const (
+	sealSize      = 8 + 4 + 1
+	digestTrailer = 8 + 4 + 8 + sealSize
+	zxidTrailer   = 8 + sealSize
+)
+
+// readTrailer reads what follows the first seal, told apart by what is
+// left: 33 bytes are the digest, 21 the last processed zxid, 54 both.
+// Their seals are checked; the digest is ZooKeeper's own algorithm and is
+// not. The last processed zxid is kept in d.lastZxid. Anything else after
+// the first seal is ignored, as ZooKeeper itself reads a trailer only
+// when its features are on.
+func readTrailer(s *streamReader, d *db) {
+	rest, _ := s.r.Peek(digestTrailer + zxidTrailer + 1)
+	n := len(rest)
+	if n != digestTrailer && n != zxidTrailer && n != digestTrailer+zxidTrailer {
+		return
+	}
+	if n != zxidTrailer {
+		s.int64() // the zxid of the digest
+		s.int32() // its version
+		s.int64() // the digest
+		s.seal()
+	}
+	if n != digestTrailer {
+		z := s.int64()
+		s.seal()
+		if s.err == nil {
+			d.lastZxid = z
+		}
+	}
 }

@@ -78,11 +78,13 @@ type adminHandler struct {
 	o       *Surfaces
 	prefix  string // admin.commandURL, with a leading and no trailing slash
 	byName  map[string]*adminCommand
-	primary []string // primary names, sorted
+	primary []string        // primary names, sorted
+	backup  *backupCommands // snapshot and restore (backup.go)
 }
 
 func newAdminHandler(o *Surfaces) *adminHandler {
-	h := &adminHandler{o: o, prefix: "/" + strings.Trim(o.cfg.AdminCommandURL, "/"), byName: make(map[string]*adminCommand)}
+	h := &adminHandler{o: o, prefix: "/" + strings.Trim(o.cfg.AdminCommandURL, "/"), byName: make(map[string]*adminCommand),
+		backup: newBackupCommands(o)}
 	cmds := adminCommands()
 	for i := range cmds {
 		for _, n := range cmds[i].names {
@@ -100,6 +102,9 @@ func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name, ok := h.route(r.URL.Path)
 	if !ok {
 		http.NotFound(w, r)
+		return
+	}
+	if h.backup.serve(w, r, name) {
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
