@@ -66,6 +66,15 @@ func (f *fwdFuture) Error() error {
 	return f.res.err
 }
 
+// index is the index of the leader's entry that holds the forwarded batch,
+// committed (its response body); 0 when unknown. Call after Error.
+func (f *fwdFuture) index() uint64 {
+	if f.res.err != nil || len(f.res.body) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(f.res.body)
+}
+
 // forwarder is a follower's connection to the leader. mu guards conn,
 // connFor, seq and pending. live mirrors conn and connFor for
 // leaderChanged, which must not wait for mu: a call holds mu while it

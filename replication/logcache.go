@@ -21,6 +21,10 @@ type recentLogs struct {
 	mu      sync.RWMutex
 	entries []*raft.Log // consecutive indexes, oldest first
 	bytes   int         // data bytes held by entries
+
+	// afterStore, when set before raft starts, is called after every
+	// append stored (commithint.go).
+	afterStore func()
 }
 
 const (
@@ -76,6 +80,9 @@ func (c *recentLogs) StoreLogs(logs []*raft.Log) error {
 		c.bytes -= len(c.entries[0].Data)
 		c.entries[0] = nil
 		c.entries = c.entries[1:]
+	}
+	if c.afterStore != nil {
+		c.afterStore()
 	}
 	return nil
 }

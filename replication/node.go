@@ -49,9 +49,14 @@ type Node struct {
 	link     *leaderLink  // a follower's forwarding connection to the leader (health.go)
 	forecast *forecaster  // the leader's failed-write forecasts (forecast.go)
 	nudge    *commitNudge // an idle leader's barrier for its followers (nudge.go)
-	digests  digestLog    // recent digest records and the fence (digest.go)
-	ident    identity     // this member's ensemble id (identity.go)
-	foreign  foreignLog   // rate limit of the refused-peer ERROR (identity.go)
+	// hintTrans and hints hand a follower's raft the commits its
+	// forwarding responses report (commithint.go); nil for a standalone
+	// server and a replaced transport.
+	hintTrans *hintTransport
+	hints     *commitHints
+	digests   digestLog  // recent digest records and the fence (digest.go)
+	ident     identity   // this member's ensemble id (identity.go)
+	foreign   foreignLog // rate limit of the refused-peer ERROR (identity.go)
 
 	// fwdMu guards the forwarding listener and the member connections it
 	// accepted, closed together by Close.
@@ -226,11 +231,15 @@ func (n *Node) startRaft(s seams) error {
 		n.bootstrapped = true
 		n.log.Info("bootstrapped a new data directory", "dir", n.cfg.DataDir)
 	}
+	n.startHints(logs)
 	r, err := raft.NewRaft(rc, n.fsm, logs, stable, snaps, trans)
 	if err != nil {
 		return fmt.Errorf("replication: start raft: %w", err)
 	}
 	n.raft = r
+	if n.hints != nil {
+		n.hints.raft.Store(r)
+	}
 	n.logs = logs
 	n.snaps = snaps
 	if has {

@@ -169,9 +169,11 @@ func (n *Node) collectLoop() {
 		} else if f, ok := e.future.(raft.IndexFuture); ok {
 			index = f.Index()
 			committed, forwarded = true, forwarded || e.forwarded
+		} else if f, ok := e.future.(*fwdFuture); ok {
+			n.hintCommitted(f.index()) // a follower: the leader committed the batch
 		}
 		if idle := n.queue.done(); idle && committed && n.clustered() {
-			n.nudge.want(n.raft.LastIndex(), forwarded)
+			n.nudge.want(n.raft.LastIndex(), forwarded && n.hintTrans == nil)
 			committed, forwarded = false, false
 		}
 		for _, p := range e.props {

@@ -70,7 +70,10 @@ func (n *Node) Sync(ctx context.Context) error {
 	if len(res.body) != 8 {
 		return errors.New("replication: malformed sync response")
 	}
-	return n.WaitApplied(ctx, binary.BigEndian.Uint64(res.body))
+	// The leader answers once it has applied the target: it is committed.
+	target := binary.BigEndian.Uint64(res.body)
+	n.hintCommitted(target)
+	return n.WaitApplied(ctx, target)
 }
 
 // WaitApplied waits until the FSM has applied every entry up to index.

@@ -56,7 +56,8 @@ func (n *Node) raftTransport(rc *raft.Config, self Peer) (raft.Transport, error)
 		return nil, fmt.Errorf("replication: listen on quorum port %s: %w", raftBind, err)
 	}
 	stream := &streamLayer{Listener: ln, network: n.network(), advertise: advertise, peers: n.peerLog}
-	trans := raft.NewNetworkTransportWithConfig(netTransportConfig(stream, n.peers, rc.Logger, n.cfg.ForwardTimeout))
+	trans := newHintTransport(raft.NewNetworkTransportWithConfig(netTransportConfig(stream, n.peers, rc.Logger, n.cfg.ForwardTimeout)))
+	n.hintTrans = trans
 	n.closers = append(n.closers, trans.Close)
 	return trans, nil
 }
