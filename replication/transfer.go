@@ -1,0 +1,138 @@
+package replication
+
+// Leadership hand-off: a leader that is about to stop (a rolling restart)
+// or is asked to by an operator gives its leadership to a follower that
+// has its whole log, so that the ensemble does not wait out an election
+// timeout. hashicorp/raft does the work (Raft.LeadershipTransfer: the
+// leader brings the target up to date, then tells it to start an election
+// at once, with TimeoutNow); this file picks the target, bounds the wait
+// and reports who leads afterwards.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Errors of TransferLeadership.
+var (
+	// ErrNotLeader is returned when this member does not lead, so it has
+	// no leadership to hand over.
+	ErrNotLeader = errors.New("replication: this member is not the leader")
+	// ErrNoTransferTarget is returned when no other voting member could
+	// take over: a standalone server, a one-voter ensemble, or a target
+	// that is not a voting member.
+	ErrNoTransferTarget = errors.New("replication: no voting member to hand leadership to")
+)
+
+// TransferLeadership hands this leader's leadership to another voting
+// member: to target when it is not 0, else to the follower raft finds
+// most up to date. It returns the id of the member that leads afterwards,
+// once this member has seen it lead. The wait ends with ctx; raft itself
+// gives the transfer up after one election timeout, and this member then
+// stays leader. Writes submitted meanwhile fail with ErrNotReplicated
+// (raft refuses them while the transfer runs) and the clients retry.
+func (n *Node) TransferLeadership(ctx context.Context, target int64) (int64, error) {
+	if !n.clustered() {
+		return 0, fmt.Errorf("transfer leadership: %w (standalone server)", ErrNoTransferTarget)
+	}
+	if n.raft.State() != raft.Leader {
+		return 0, fmt.Errorf("transfer leadership: %w (leader: %d)", ErrNotLeader, n.Leader())
+	}
+	start := time.Now()
+	var f raft.Future
+	if target != 0 {
+		addr, err := n.voterAddress(target)
+		if err != nil {
+			return 0, fmt.Errorf("transfer leadership to %d: %w", target, err)
+		}
+		f = n.raft.LeadershipTransferToServer(serverID(target), addr)
+	} else {
+		if err := n.hasOtherVoter(); err != nil {
+			return 0, fmt.Errorf("transfer leadership: %w", err)
+		}
+		f = n.raft.LeadershipTransfer()
+	}
+	if err := waitFuture(ctx, f); err != nil {
+		return 0, fmt.Errorf("transfer leadership: %w", err)
+	}
+	leader, err := n.awaitOtherLeader(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("transfer leadership: raft finished the transfer, but %w", err)
+	}
+	n.log.Info("handed leadership over", "to", leader, "took", time.Since(start).Round(time.Millisecond))
+	return leader, nil
+}
+
+// voterAddress returns the raft address of the voting member id, other
+// than this one, from raft's current membership.
+func (n *Node) voterAddress(id int64) (raft.ServerAddress, error) {
+	if id == n.cfg.ServerID {
+		return "", fmt.Errorf("%w: %d is this member", ErrNoTransferTarget, id)
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return "", fmt.Errorf("read membership: %w", err)
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID != serverID(id) {
+			continue
+		}
+		if s.Suffrage != raft.Voter {
+			return "", fmt.Errorf("%w: %d is an observer", ErrNoTransferTarget, id)
+		}
+		return s.Address, nil
+	}
+	return "", fmt.Errorf("%w: %d is not a member", ErrNoTransferTarget, id)
+}
+
+// hasOtherVoter fails with ErrNoTransferTarget when this member is the
+// only voter (raft would fail the transfer itself, less clearly).
+func (n *Node) hasOtherVoter() error {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("read membership: %w", err)
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter && s.ID != serverID(n.cfg.ServerID) {
+			return nil
+		}
+	}
+	return ErrNoTransferTarget
+}
+
+// waitFuture waits for a raft future or ctx, whichever ends first. When
+// ctx ends first the future is left to raft, which resolves it within an
+// election timeout.
+func waitFuture(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("gave up waiting: %w", ctx.Err())
+	}
+}
+
+// awaitOtherLeader waits until this member knows of a leader other than
+// itself and returns its id.
+func (n *Node) awaitOtherLeader(ctx context.Context) (int64, error) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if id := n.Leader(); id != 0 && id != n.cfg.ServerID && n.raft.State() != raft.Leader {
+			return id, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("no other leader seen: %w", ctx.Err())
+		case <-n.stop:
+			return 0, ErrClosed
+		case <-tick.C:
+		}
+	}
+}
