@@ -54,6 +54,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	addRunFlags(root, &f)
 	root.AddCommand(newVersionCommand(), newClusterCommand(stderr), newHealthcheckCommand(), newStatusCommand(), newPrintConfigCommand())
 	root.AddCommand(newImportCommand(stderr))
+	root.AddCommand(newTransferCommand()) // transfer.go
 	return root
 }
 
@@ -188,7 +189,8 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format: %q is neither text nor json", format)
 }
 
-// run starts the server and blocks until SIGINT or SIGTERM. Nothing is
+// run starts the server and blocks until SIGINT or SIGTERM; a leader then
+// hands its leadership over before it stops (HandOffAndClose). Nothing is
 // created on disk before the configuration is valid and its ports can be
 // bound (startup.go); a start that fails all the same removes the data
 // directories it created, when that is safe (startServer).
@@ -226,7 +228,7 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 	if err := sd.send("STOPPING=1"); err != nil {
 		logger.Warn("cannot tell systemd the server is stopping", "err", err)
 	}
-	if err := srv.Close(); err != nil {
+	if err := srv.HandOffAndClose(handOffTimeout); err != nil { // a leader hands over first (transfer.go)
 		logger.Error("shutdown", "err", err)
 		return err
 	}
