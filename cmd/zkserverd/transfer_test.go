@@ -26,7 +26,7 @@ func TestTransferLeadershipCommand(t *testing.T) {
 		wantErr  string
 	}{
 		{name: "any follower", args: []string{"--auth", "digest admin:secret"}, status: 200,
-			reply: `{"previous_leader": 1, "leader": 3, "command": "transfer_leadership", "error": null}`,
+			reply:    `{"previous_leader": 1, "leader": 3, "command": "transfer_leadership", "error": null}`,
 			wantAuth: "digest admin:secret", wantOut: "leader: 3\n"},
 		{name: "named target, auth from the environment", args: []string{"--target", "2"}, env: "digest ops:pw", status: 200,
 			reply:    `{"leader": 2, "command": "transfer_leadership", "error": null}`,
