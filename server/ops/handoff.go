@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkserverd/zkserverd/acl"
-	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/replication"
+	"github.com/zkserverd/zkserverd/server"
 )
 
 // The AdminServer's state-changing commands for rolling restarts, which
@@ -62,6 +61,11 @@ type connectionShedder interface {
 	ShedConnections(percentage int) (int, error)
 }
 
+var (
+	_ connectionShedder = (*server.Server)(nil)
+	_ adminAuthorizer   = (*server.Server)(nil)
+)
+
 // adminRoutes is the AdminServer's handler: the probes /ready and /live
 // (probes.go), the POST commands, and every other request through the
 // GET commands' handler get.
@@ -72,7 +76,6 @@ func (o *Surfaces) adminRoutes(get *adminHandler) http.Handler {
 			post[n] = &c
 		}
 	}
-	auth := newAdminAuth(o.cfg)
 	mux := http.NewServeMux()
 	probes := newProbes(o)
 	mux.HandleFunc("/ready", probes.serveReady)
@@ -89,7 +92,7 @@ func (o *Surfaces) adminRoutes(get *adminHandler) http.Handler {
 			http.Error(w, "HTTP method "+r.Method+" is not supported by this URL", http.StatusMethodNotAllowed)
 			return
 		}
-		status, reply := o.runPost(cmd, auth, r)
+		status, reply := o.runPost(cmd, r)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		io.WriteString(w, reply)
@@ -100,7 +103,7 @@ func (o *Surfaces) adminRoutes(get *adminHandler) http.Handler {
 // runPost checks, in ZooKeeper's order, that the server serves and that
 // the caller may run the command, then runs it; it returns the status and
 // the JSON reply.
-func (o *Surfaces) runPost(cmd *postCommand, auth *adminAuth, r *http.Request) (int, string) {
+func (o *Surfaces) runPost(cmd *postCommand, r *http.Request) (int, string) {
 	primary := cmd.names[0]
 	fail := func(status int, msg string) (int, string) {
 		return status, encodeJSON(jsonObject{{"error", msg}, {"command", primary}})
@@ -108,7 +111,7 @@ func (o *Surfaces) runPost(cmd *postCommand, auth *adminAuth, r *http.Request) (
 	if !o.serving() {
 		return fail(http.StatusOK, notServingError)
 	}
-	if status, msg := auth.authorize(o, r); status != http.StatusOK {
+	if status, msg := o.authorize(r); status != http.StatusOK {
 		o.log.Warn("AdminServer command refused", "command", primary, "remote", r.RemoteAddr, "reason", msg)
 		return fail(status, msg)
 	}
@@ -186,33 +189,18 @@ func (o *Surfaces) adminTransferLeadership(body []byte) (jsonObject, int, string
 	}, http.StatusOK, ""
 }
 
-// adminAuth authenticates and authorizes the callers of the POST
-// commands, as ZooKeeper's Commands.handleAuthentication and
-// handleAuthorization do: the Authorization header is "scheme" or
-// "scheme auth"; the scheme's provider turns it into identities, which
-// must have a permission of ALL on "/" (or be super). It is immutable.
-type adminAuth struct {
-	reg     *acl.Registry
-	skipACL bool
-}
-
-// newAdminAuth builds the providers the client port has: the built-in
-// schemes (digest, ip), the super digest and the configured authProvider.N
-// this build provides (others are left out here; the server logs them).
-func newAdminAuth(cfg conf.Config) *adminAuth {
-	var providers []acl.Provider
-	for _, name := range cfg.AuthProviders {
-		if p, err := acl.NewProviderByName(name, cfg.Extra); err == nil {
-			providers = append(providers, p)
-		}
-	}
-	return &adminAuth{reg: acl.NewRegistry(acl.Options{SuperDigest: cfg.SuperDigest, Providers: providers}), skipACL: cfg.SkipACL}
+// adminAuthorizer checks the callers of the POST commands;
+// *server.Server implements it with the client port's providers
+// (server/adminauth.go).
+type adminAuthorizer interface {
+	AuthorizeAdmin(c server.AdminCredentials, perm int32, path string) error
 }
 
 // authorize returns 200, or the status and message ZooKeeper answers: 401
-// without the header or with credentials that do not authenticate, 403
-// when the identities may not do everything on "/".
-func (a *adminAuth) authorize(o *Surfaces, r *http.Request) (int, string) {
+// without the Authorization header ("scheme" or "scheme auth") or with
+// credentials that do not authenticate, 403 when the identities hold no
+// permission of ALL on "/" (ZooKeeper's AuthRequest(Perms.ALL, "/")).
+func (o *Surfaces) authorize(r *http.Request) (int, string) {
 	info := r.Header.Get("Authorization")
 	if info == "" {
 		return http.StatusUnauthorized, "Auth info is missing for the command"
@@ -221,23 +209,22 @@ func (a *adminAuth) authorize(o *Surfaces, r *http.Request) (int, string) {
 	if len(parts) != 1 && len(parts) != 2 {
 		return http.StatusUnauthorized, "Not authenticated"
 	}
-	var secret []byte
+	c := server.AdminCredentials{Scheme: parts[0], Remote: remoteAddr(r)}
 	if len(parts) == 2 {
-		secret = []byte(parts[1])
+		c.Auth = []byte(parts[1])
 	}
-	conn := acl.ConnInfo{RemoteAddr: remoteAddr(r)}
 	if r.TLS != nil {
-		conn.PeerCertificates = r.TLS.PeerCertificates
+		c.Certs = r.TLS.PeerCertificates
 	}
-	ids, err := a.reg.Authenticate(parts[0], conn, secret)
-	if err != nil {
+	authz, ok := o.st.(adminAuthorizer)
+	if !ok {
+		return http.StatusInternalServerError, "Error occurred during auth"
+	}
+	err := authz.AuthorizeAdmin(c, jute.PermAll, "/")
+	switch {
+	case errors.Is(err, server.ErrAdminNotAuthenticated):
 		return http.StatusUnauthorized, "Not authenticated"
-	}
-	if a.skipACL {
-		return http.StatusOK, ""
-	}
-	rootACL, _, code := o.st.Replica().Tree().GetACL("/", ids)
-	if code != jute.OK || !a.reg.Allowed(rootACL, ids, jute.PermAll) {
+	case err != nil:
 		return http.StatusForbidden, "Not authorized"
 	}
 	return http.StatusOK, ""
