@@ -26,9 +26,9 @@ func (s *Server) TransferLeadership(ctx context.Context, target int64) (int64, e
 
 // HandOffAndClose is the server's stop on SIGTERM: a leader of an
 // ensemble first hands its leadership over (TransferLeadership to any
-// up-to-date member, for at most timeout), then the server closes. A
-// hand-off that fails is logged and the server closes all the same; a
-// standalone server and a follower just close.
+// up-to-date member, for at most timeout; 0 turns the hand-off off), then
+// the server closes. A hand-off that fails is logged and the server
+// closes all the same; a standalone server and a follower just close.
 func (s *Server) HandOffAndClose(timeout time.Duration) error {
 	s.handOff(timeout)
 	return s.Close()
@@ -38,6 +38,10 @@ func (s *Server) HandOffAndClose(timeout time.Duration) error {
 // moved.
 func (s *Server) handOff(timeout time.Duration) bool {
 	if !s.node.Clustered() || !s.node.IsLeader() {
+		return false
+	}
+	if timeout <= 0 {
+		s.log.Info("stopping without handing leadership over: the hand-off is turned off")
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -22,11 +22,14 @@ func TestHandOffAndClose(t *testing.T) {
 	cases := []struct {
 		name       string
 		stopLeader bool
-		// handedOver: the stopped member logs that it handed over.
+		timeout    time.Duration // 0: hand-off turned off
+		// handedOver: the stopped member logs that it handed over, and
+		// another member leads when the call returns.
 		handedOver bool
 	}{
-		{"leader hands over", true, true},
-		{"follower just stops", false, false},
+		{"leader hands over", true, 5 * time.Second, true},
+		{"leader with the hand-off off", true, 0, false},
+		{"follower just stops", false, 5 * time.Second, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,7 +63,7 @@ func TestHandOffAndClose(t *testing.T) {
 			if _, err := c.Create("/before", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 				t.Fatalf("create before: %v", err)
 			}
-			if err := e.Member(stop).HandOffAndClose(5 * time.Second); err != nil {
+			if err := e.Member(stop).HandOffAndClose(tc.timeout); err != nil {
 				t.Fatalf("HandOffAndClose: %v", err)
 			}
 			leaders := 0
@@ -69,8 +72,9 @@ func TestHandOffAndClose(t *testing.T) {
 					leaders++
 				}
 			}
-			if leaders != 1 {
-				t.Fatalf("%d of the running members lead right after the stop, want 1", leaders)
+			// Without a hand-off only a stopped follower leaves a leader.
+			if want := tc.handedOver || !tc.stopLeader; (leaders == 1) != want {
+				t.Fatalf("%d of the running members lead right after the stop (hand-off %v)", leaders, tc.handedOver)
 			}
 			if got := len(logs[stop].Lines("handed leadership over before stopping")); (got > 0) != tc.handedOver {
 				t.Fatalf("hand-off lines: %d, want hand-off %v:\n%s", got, tc.handedOver, logs[stop].String())

@@ -52,6 +52,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
 	addRunFlags(root, &f)
+	addHandOffFlag(root) // transfer.go
 	root.AddCommand(newVersionCommand(), newClusterCommand(stderr), newHealthcheckCommand(), newStatusCommand(), newPrintConfigCommand())
 	root.AddCommand(newImportCommand(stderr))
 	root.AddCommand(newTransferCommand()) // transfer.go
@@ -228,7 +229,7 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 	if err := sd.send("STOPPING=1"); err != nil {
 		logger.Warn("cannot tell systemd the server is stopping", "err", err)
 	}
-	if err := srv.HandOffAndClose(handOffTimeout); err != nil { // a leader hands over first (transfer.go)
+	if err := srv.HandOffAndClose(handOffTimeoutOf(cmd)); err != nil { // a leader hands over first (transfer.go)
 		logger.Error("shutdown", "err", err)
 		return err
 	}

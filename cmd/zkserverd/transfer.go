@@ -16,10 +16,29 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// handOffTimeout bounds a stopping leader's hand-off on SIGTERM
+// defaultHandOffTimeout bounds a stopping leader's hand-off on SIGTERM
 // (server.HandOffAndClose); raft gives a transfer up after an election
 // timeout, so this is only reached when something else hangs.
-const handOffTimeout = 10 * time.Second
+const defaultHandOffTimeout = 10 * time.Second
+
+// handOffFlag is the server's flag for the hand-off's bound.
+const handOffFlag = "leader-handoff-timeout"
+
+// addHandOffFlag defines --leader-handoff-timeout on the server's command.
+func addHandOffFlag(cmd *cobra.Command) {
+	cmd.Flags().Duration(handOffFlag, defaultHandOffTimeout,
+		"on SIGTERM a leader hands its leadership to another member first, waiting at most this long (0: stop without handing over)")
+}
+
+// handOffTimeoutOf reads --leader-handoff-timeout (the default when the
+// command has no such flag).
+func handOffTimeoutOf(cmd *cobra.Command) time.Duration {
+	d, err := cmd.Flags().GetDuration(handOffFlag)
+	if err != nil {
+		return defaultHandOffTimeout
+	}
+	return d
+}
 
 // transferFlags are transfer-leadership's flags beside the configuration
 // flags (addConfigFlags).
