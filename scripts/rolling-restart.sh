@@ -4,16 +4,25 @@
 # leader hand-off on SIGTERM), on this machine, in the same run.
 #
 # For each target and round it starts a fresh ensemble on free loopback
-# ports (the same zoo.cfg for both servers: tickTime=2000, forceSync=yes),
-# starts one writer (zkbench pause: one client setting one znode at --rate
-# writes a second, retrying at once, moving to the next member when its
-# connection fails), and then restarts each member in turn, the followers
-# first and the leader last, as operators do: SIGTERM, wait for the exit,
-# start it again, wait until it serves a new session (zkbench wait), let
-# --settle pass. Each restart's window runs from its SIGTERM to the end of
-# its settle time; the writer reports the longest gap between two
-# acknowledged writes that overlaps each window. Targets alternate within
-# a round (A B C A B C ...).
+# ports (the same zoo.cfg for both servers: tickTime=2000, forceSync=yes)
+# and restarts each member in turn, the followers first and the leader
+# last, as operators do: SIGTERM, wait for the exit, start it again, wait
+# until it serves a new session (zkbench wait), let --settle pass. Two
+# writers run meanwhile (zkbench pause: one client each, setting one znode
+# at --rate writes a second, retrying at once, moving to the next member
+# of its list when its connection fails):
+#   on-restarted  lists the members in restart order, so it is connected
+#                 to each member as that member stops: every restart
+#                 includes its reconnect (the worst case);
+#   elsewhere     lists the second follower, the first, then the leader:
+#                 it sits on a member that stays up while the first
+#                 follower and the leader restart (it sees only what the
+#                 ensemble does), and on the second follower when that one
+#                 restarts.
+# Each restart's window runs from its SIGTERM to the end of its settle
+# time; each writer reports the longest gap between two acknowledged
+# writes that ends in each window. Targets alternate within a round
+# (A B C A B C ...).
 #
 # Targets: zookeeper (Debian's Apache ZooKeeper 3.8, QuorumPeerMain),
 # zkserverd-handoff (zkserverd as built from this checkout; a stopping
@@ -27,8 +36,9 @@
 #   --targets "..."  default: zookeeper zkserverd-handoff zkserverd-nohandoff
 #   --out DIR        output directory (default: $TMPDIR/zkserverd-rolling-<time>)
 #   --no-install     never run apt-get
-# Output: one report per target and round (r<round>-<target>.txt), the
-# members' logs under logs/, and summary.txt (every report, in run order).
+# Output: one report per target, round and writer
+# (r<round>-<target>-<writer>.txt), the members' logs under logs/, and
+# summary.txt (every report, in run order).
 # Environment: ZK_JAVA_OPTS (default "-Xmx512m") is passed to ZooKeeper's JVM.
 set -euo pipefail
 
@@ -169,9 +179,9 @@ wait_serving() {
     die "$TARGET member $1 does not serve within 60 s"
 }
 
-addrs() {
+addrs() { # members...: their client addresses, comma-separated
   local i out=""
-  for i in $(seq 1 $MEMBERS); do out="$out${out:+,}127.0.0.1:${CPORT[$i]}"; done
+  for i in "$@"; do out="$out${out:+,}127.0.0.1:${CPORT[$i]}"; done
   echo "$out"
 }
 
@@ -186,9 +196,15 @@ leader() { # the member that reports Mode: leader
   return 1
 }
 
-WRITER=""
+WRITERS=""
+stop_writers() {
+  local w
+  for w in $WRITERS; do kill -INT "$w" 2>/dev/null || true; done
+  for w in $WRITERS; do wait "$w" || echo "  a writer failed (see $LOGS/pause-*.err)"; done
+  WRITERS=""
+}
 cleanup() {
-  [ -n "$WRITER" ] && kill -INT "$WRITER" 2>/dev/null && wait "$WRITER" 2>/dev/null
+  stop_writers
   stop_all
   [ -n "$DIR" ] && rm -rf "$DIR"
   return 0
@@ -197,20 +213,25 @@ trap cleanup EXIT
 
 # rolling target round: one rolling restart under the writer.
 rolling() {
-  local t=$1 r=$2 i lead order marks report from to role
+  local t=$1 r=$2 i lead marks from to role w
+  local -a order
   setup "$t" "$r"
   for i in $(seq 1 $MEMBERS); do start_member "$i"; done
   for i in $(seq 1 $MEMBERS); do wait_serving "$i"; done
   lead=$(leader) || die "$t: no leader"
-  marks=$DIR/marks report=$OUT/r$r-$t.txt
+  order=()
+  for i in $(seq 1 $MEMBERS); do [ "$i" = "$lead" ] || order+=("$i"); done
+  order+=("$lead")
+  marks=$DIR/marks
   : >"$marks"
-  "$ZKB" pause --addr "$(addrs)" --rate "$RATE" --marks "$marks" --out "$report" 2>>"$LOGS/pause-r$r-$t.err" &
-  WRITER=$!
+  declare -A list=([on-restarted]="$(addrs "${order[@]}")" [elsewhere]="$(addrs "${order[1]}" "${order[0]}" "$lead")")
+  for w in on-restarted elsewhere; do
+    "$ZKB" pause --addr "${list[$w]}" --rate "$RATE" --marks "$marks" --out "$OUT/r$r-$t-$w.txt" \
+      2>>"$LOGS/pause-r$r-$t-$w.err" &
+    WRITERS="$WRITERS $!"
+  done
   sleep 2
-  order=""
-  for i in $(seq 1 $MEMBERS); do [ "$i" = "$lead" ] || order="$order $i"; done
-  order="$order $lead"
-  for i in $order; do
+  for i in "${order[@]}"; do
     role=$(mode "$i")
     from=$(date +%s%N)
     stop_member "$i"
@@ -222,13 +243,14 @@ rolling() {
     printf '  %-20s round %d: member %d (%s) restarted, serving again after %d ms\n' "$t" "$r" "$i" "${role:-?}" \
       $(((to - from) / 1000000 - SETTLE * 1000))
   done
-  kill -INT "$WRITER"
-  wait "$WRITER" || echo "  $t: the writer failed (see $LOGS/pause-r$r-$t.err)"
-  WRITER=""
+  stop_writers
   stop_all
   rm -rf "$DIR"
-  { echo "== round $r, $t (rate $RATE/s, settle ${SETTLE}s)"; cat "$report"; echo; } >>"$OUT/summary.txt"
-  sed 's/^/    /' "$report"
+  for w in on-restarted elsewhere; do
+    { echo "== round $r, $t, writer $w (rate $RATE/s, settle ${SETTLE}s)"; cat "$OUT/r$r-$t-$w.txt"; echo; } >>"$OUT/summary.txt"
+    echo "    writer $w"
+    sed 's/^/    /' "$OUT/r$r-$t-$w.txt"
+  done
 }
 
 {

@@ -32,7 +32,7 @@ func newPauseCommand() *cobra.Command {
 		Long: "pause writes one znode at --rate writes a second from one client that retries at once\n" +
 			"(on the next member when its connection fails) until SIGINT, SIGTERM or --duration. Then\n" +
 			"it reads --marks (lines \"label start-unix-ns end-unix-ns\", one per restart) and prints,\n" +
-			"per restart, the longest gap between two acknowledged writes that overlaps its window.",
+			"per restart, the longest gap between two acknowledged writes that ends in its window.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Addrs = strings.Split(addrs, ",")

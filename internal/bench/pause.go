@@ -172,15 +172,19 @@ func ReadPauseMarks(r io.Reader) ([]PauseMark, error) {
 }
 
 // LongestPause returns the longest gap between two consecutive
-// acknowledged writes that overlaps [from, to], and when it began; the
+// acknowledged writes that ends in (from, to], and when it began; the
 // time from the last acknowledgement to the end of the log counts as a
-// gap too (a writer that never got through again).
+// gap too (a writer that never got through again). A gap belongs to the
+// window it ends in: one that a restart causes starts with the last write
+// before the stop, a moment before the window, and ends in it; one that
+// starts at the end of a window and runs into the next belongs to the
+// next restart.
 func (l *PauseLog) LongestPause(from, to time.Time) (time.Duration, time.Time) {
 	var longest time.Duration
 	var at time.Time
 	prev := l.Start
 	consider := func(a, b time.Time) {
-		if b.After(from) && a.Before(to) && b.Sub(a) > longest {
+		if b.After(from) && !b.After(to) && b.Sub(a) > longest {
 			longest, at = b.Sub(a), a
 		}
 	}

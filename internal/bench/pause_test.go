@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// TestLongestPause: the longest gap between acknowledgements that
-// overlaps a window, including the gap before the first and after the
-// last acknowledgement.
+// TestLongestPause: the longest gap between acknowledgements that ends
+// in a window, including the gap before the first and after the last
+// acknowledgement.
 func TestLongestPause(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -22,14 +22,18 @@ func TestLongestPause(t *testing.T) {
 		wantAt   int
 	}{
 		{"whole run", 0, 1000, 580 * time.Millisecond, 320},
-		{"around the first gap", 25, 200, 280 * time.Millisecond, 20},
-		{"a window inside a gap", 400, 500, 580 * time.Millisecond, 320},
-		{"the start", 0, 5, 10 * time.Millisecond, 0},
+		{"the gap ending in the window", 250, 350, 280 * time.Millisecond, 20},
+		{"a gap that ends after the window is the next one's", 25, 200, 0, -1},
+		{"the start", 0, 15, 10 * time.Millisecond, 0},
 		{"the tail", 950, 1000, 100 * time.Millisecond, 900},
 	}
 	for _, tc := range cases {
 		got, gotAt := log.LongestPause(at(tc.from), at(tc.to))
-		if got != tc.want || !gotAt.Equal(at(tc.wantAt)) {
+		wantAt := at(tc.wantAt)
+		if tc.wantAt < 0 {
+			wantAt = time.Time{}
+		}
+		if got != tc.want || !gotAt.Equal(wantAt) {
 			t.Errorf("%s: %v at %v, want %v at %dms", tc.name, got, gotAt.Sub(t0), tc.want, tc.wantAt)
 		}
 	}
