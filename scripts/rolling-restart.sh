@@ -19,8 +19,9 @@
 #                 follower and the leader restart (it sees only what the
 #                 ensemble does), and on the second follower when that one
 #                 restarts.
-# Each restart's window runs from its SIGTERM to the end of its settle
-# time; each writer reports the longest gap between two acknowledged
+# Before the first restart, a --baseline window with nothing restarting
+# shows the pauses this machine causes by itself. Each restart's window
+# runs from its SIGTERM to the end of its settle time; each writer reports the longest gap between two acknowledged
 # writes that ends in each window. Targets alternate within a round
 # (A B C A B C ...).
 #
@@ -33,6 +34,7 @@
 #   --rounds N       rounds (default 2)
 #   --rate N         writes a second (default 100)
 #   --settle D       wait after a member serves again (seconds, default 3)
+#   --baseline D     quiet window before the first restart (seconds, default 5)
 #   --targets "..."  default: zookeeper zkserverd-handoff zkserverd-nohandoff
 #   --out DIR        output directory (default: $TMPDIR/zkserverd-rolling-<time>)
 #   --no-install     never run apt-get
@@ -45,6 +47,7 @@ set -euo pipefail
 ROUNDS=2
 RATE=100
 SETTLE=3
+BASELINE=5
 TARGETS="zookeeper zkserverd-handoff zkserverd-nohandoff"
 INSTALL=1
 OUT="${TMPDIR:-/tmp}/zkserverd-rolling-$(date +%Y%m%d-%H%M%S)"
@@ -57,6 +60,7 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS=$2; shift ;;
     --rate) RATE=$2; shift ;;
     --settle) SETTLE=$2; shift ;;
+    --baseline) BASELINE=$2; shift ;;
     --targets) TARGETS=$2; shift ;;
     --out) OUT=$2; shift ;;
     --no-install) INSTALL=0 ;;
@@ -213,7 +217,8 @@ trap cleanup EXIT
 
 # rolling target round: one rolling restart under the writer.
 rolling() {
-  local t=$1 r=$2 i lead marks from to role w
+  local t=$1 r=$2 i lead marks from to role w load
+  load=$(cut -d' ' -f1-3 /proc/loadavg)
   local -a order
   setup "$t" "$r"
   for i in $(seq 1 $MEMBERS); do start_member "$i"; done
@@ -230,7 +235,12 @@ rolling() {
       2>>"$LOGS/pause-r$r-$t-$w.err" &
     WRITERS="$WRITERS $!"
   done
-  sleep 2
+  sleep 1
+  # baseline: the same writers with nothing restarting, for the noise of
+  # this machine.
+  from=$(date +%s%N)
+  sleep "$BASELINE"
+  echo "baseline $from $(date +%s%N)" >>"$marks"
   for i in "${order[@]}"; do
     role=$(mode "$i")
     from=$(date +%s%N)
@@ -247,7 +257,7 @@ rolling() {
   stop_all
   rm -rf "$DIR"
   for w in on-restarted elsewhere; do
-    { echo "== round $r, $t, writer $w (rate $RATE/s, settle ${SETTLE}s)"; cat "$OUT/r$r-$t-$w.txt"; echo; } >>"$OUT/summary.txt"
+    { echo "== round $r, $t, writer $w (load average $load)"; cat "$OUT/r$r-$t-$w.txt"; echo; } >>"$OUT/summary.txt"
     echo "    writer $w"
     sed 's/^/    /' "$OUT/r$r-$t-$w.txt"
   done
@@ -255,7 +265,9 @@ rolling() {
 
 {
   echo "# rolling restart, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -sr)"
-  echo "# zkserverd $(cd "$ROOT" && git rev-parse --short HEAD), ZooKeeper $(dpkg-query -W -f '${Version}' zookeeper 2>/dev/null || echo '?')"
+  echo "# zkserverd $(cd "$ROOT" && git rev-parse --short HEAD), ZooKeeper $(dpkg-query -W -f '${Version}' zookeeper 2>/dev/null || echo '?'), $(java -version 2>&1 | head -1)"
+  echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# rounds $ROUNDS, targets $TARGETS, rate $RATE/s, settle ${SETTLE}s, baseline ${BASELINE}s"
   echo
 } >"$OUT/summary.txt"
 for r in $(seq 1 "$ROUNDS"); do
