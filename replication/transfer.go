@@ -56,7 +56,11 @@ func (n *Node) TransferLeadership(ctx context.Context, target int64) (int64, err
 		}
 		f = n.raft.LeadershipTransfer()
 	}
-	if err := waitFuture(ctx, f); err != nil {
+	err := waitFuture(ctx, f)
+	if err != nil && target == 0 {
+		err = n.transferToAnyVoter(ctx, err)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("transfer leadership: %w", err)
 	}
 	leader, err := n.awaitOtherLeader(ctx)
@@ -65,6 +69,42 @@ func (n *Node) TransferLeadership(ctx context.Context, target int64) (int64, err
 	}
 	n.log.Info("handed leadership over", "to", leader, "took", time.Since(start).Round(time.Millisecond))
 	return leader, nil
+}
+
+// transferToAnyVoter tries the other voters one by one after raft's own
+// pick failed with first: raft picks the follower with the most of the
+// log, which may be one that just went down (its last heartbeat has not
+// failed yet), and a member that went down answers at once. Voters this
+// member has heard from come first. It returns nil once one took over,
+// else the last error.
+func (n *Node) transferToAnyVoter(ctx context.Context, first error) error {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return first
+	}
+	var healthy, failed []raft.Server
+	n.health.mu.Lock()
+	for _, s := range f.Configuration().Servers {
+		switch {
+		case s.Suffrage != raft.Voter || s.ID == serverID(n.cfg.ServerID):
+		case n.health.failed[s.ID]:
+			failed = append(failed, s)
+		default:
+			healthy = append(healthy, s)
+		}
+	}
+	n.health.mu.Unlock()
+	err := first
+	for _, s := range append(healthy, failed...) {
+		if ctx.Err() != nil || n.raft.State() != raft.Leader {
+			break
+		}
+		n.log.Info("handing leadership over: trying another member", "to", s.ID, "after", err)
+		if err = waitFuture(ctx, n.raft.LeadershipTransferToServer(s.ID, s.Address)); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // voterAddress returns the raft address of the voting member id, other

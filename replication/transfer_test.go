@@ -95,3 +95,29 @@ func TestTransferLeadershipRefused(t *testing.T) {
 		t.Fatal("a refused transfer moved leadership")
 	}
 }
+
+// TestTransferLeadershipSkipsADownMember stops one follower and hands
+// leadership over at once, before the leader has noticed: raft may pick
+// the stopped follower (both have the whole log), and the hand-off must
+// still end on the live one.
+func TestTransferLeadershipSkipsADownMember(t *testing.T) {
+	for _, which := range []int{1, 2} {
+		t.Run(fmt.Sprintf("follower %d of 2 down", which), func(t *testing.T) {
+			c := newTestCluster(t, 3)
+			lead := c.leader()
+			down := (lead + which) % 3
+			live := 3 - lead - down
+			c.nodes[down].Close()
+			c.nodes[down] = nil
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			got, err := c.nodes[lead].TransferLeadership(ctx, 0)
+			if err != nil {
+				t.Fatalf("transfer with member %d down: %v", down+1, err)
+			}
+			if got != int64(live+1) {
+				t.Fatalf("new leader %d, want the live member %d", got, live+1)
+			}
+		})
+	}
+}
