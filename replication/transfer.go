@@ -100,11 +100,28 @@ func (n *Node) transferToAnyVoter(ctx context.Context, first error) error {
 			break
 		}
 		n.log.Info("handing leadership over: trying another member", "to", s.ID, "after", err)
-		if err = waitFuture(ctx, n.raft.LeadershipTransferToServer(s.ID, s.Address)); err == nil {
+		if err = n.transferTo(ctx, s); err == nil {
 			return nil
 		}
 	}
 	return err
+}
+
+// transferTo hands leadership to s, waiting while raft still winds down
+// the previous attempt (it answers ErrLeadershipTransferInProgress for a
+// moment after that attempt's future has failed).
+func (n *Node) transferTo(ctx context.Context, s raft.Server) error {
+	for {
+		err := waitFuture(ctx, n.raft.LeadershipTransferToServer(s.ID, s.Address))
+		if !errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", err, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // voterAddress returns the raft address of the voting member id, other
