@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -43,6 +44,7 @@ func (n *Node) TransferLeadership(ctx context.Context, target int64) (int64, err
 		return 0, fmt.Errorf("transfer leadership: %w (leader: %d)", ErrNotLeader, n.Leader())
 	}
 	start := time.Now()
+	defer n.handoff.hold()()
 	var f raft.Future
 	if target != 0 {
 		addr, err := n.voterAddress(target)
@@ -191,5 +193,55 @@ func (n *Node) awaitOtherLeader(ctx context.Context) (int64, error) {
 			return 0, ErrClosed
 		case <-tick.C:
 		}
+	}
+}
+
+// maxHold bounds how long a hand-off holds new log entries back; raft's
+// own transfer ends within an election timeout.
+const maxHold = 2 * time.Second
+
+// handoffGate holds a leader's new log entries back while it hands its
+// leadership over: raft refuses them meanwhile
+// (ErrLeadershipTransferInProgress), which would fail every write that
+// arrives in those milliseconds and drop its client. Held, they are
+// appended or forwarded, as the member's role then says, once the hand-off
+// has ended. The zero value holds nothing.
+type handoffGate struct {
+	mu   sync.Mutex
+	done chan struct{} // closed when the hand-off ends; nil: none
+}
+
+// hold starts holding entries back and returns the function that ends
+// it; a hand-off that starts while another runs holds nothing of its own.
+func (g *handoffGate) hold() (release func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done != nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	g.done = done
+	return func() {
+		g.mu.Lock()
+		g.done = nil
+		g.mu.Unlock()
+		close(done)
+	}
+}
+
+// wait returns when no hand-off runs, when stop closes, or after maxHold.
+func (g *handoffGate) wait(stop <-chan struct{}) {
+	g.mu.Lock()
+	done := g.done
+	g.mu.Unlock()
+	if done == nil {
+		return
+	}
+	t := time.NewTimer(maxHold)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-stop:
+	case <-t.C:
 	}
 }

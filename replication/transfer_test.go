@@ -121,3 +121,44 @@ func TestTransferLeadershipSkipsADownMember(t *testing.T) {
 		})
 	}
 }
+
+// TestTransferLeadershipHoldsWrites submits writes to the leader without
+// pause while it hands its leadership over: the writes that arrive during
+// the hand-off wait for it and then go to the new leader, so none fails.
+func TestTransferLeadershipHoldsWrites(t *testing.T) {
+	c := newTestCluster(t, 3)
+	lead := c.leader()
+	stop := make(chan struct{})
+	type result struct{ ok, failed int }
+	done := make(chan result)
+	go func() {
+		var r result
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- r
+				return
+			default:
+			}
+			o := await(t, c.nodes[lead].Submit(createTxn(fmt.Sprintf("/held%d", i))))
+			if o.Err != nil {
+				r.failed++
+			} else {
+				r.ok++
+			}
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.nodes[lead].TransferLeadership(ctx, 0); err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(stop)
+	r := <-done
+	t.Logf("%d writes committed, %d failed", r.ok, r.failed)
+	if r.failed > 0 || r.ok == 0 {
+		t.Fatalf("%d writes failed (%d committed) across the hand-off", r.failed, r.ok)
+	}
+}
