@@ -34,8 +34,10 @@ var (
 // most up to date. It returns the id of the member that leads afterwards,
 // once this member has seen it lead. The wait ends with ctx; raft itself
 // gives the transfer up after one election timeout, and this member then
-// stays leader. Writes submitted meanwhile fail with ErrNotReplicated
-// (raft refuses them while the transfer runs) and the clients retry.
+// stays leader. Writes submitted meanwhile wait for the hand-off's end
+// (handoffGate), then go to the new leader; one already in raft's hands
+// when it starts may fail with ErrNotReplicated if its entry was not
+// committed before this member stepped down.
 func (n *Node) TransferLeadership(ctx context.Context, target int64) (int64, error) {
 	if !n.clustered() {
 		return 0, fmt.Errorf("transfer leadership: %w (standalone server)", ErrNoTransferTarget)
