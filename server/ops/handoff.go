@@ -123,7 +123,10 @@ func (o *Surfaces) runPost(cmd *postCommand, r *http.Request) (int, string) {
 	if msg != "" {
 		return fail(status, msg)
 	}
-	o.audit.Info("admin command", "command", primary, "remote", r.RemoteAddr)
+	o.log.Info("AdminServer command run", "command", primary, "remote", r.RemoteAddr)
+	if o.cfg.AuditEnable {
+		o.audit.Info("audit", "ip", r.RemoteAddr, "operation", "admin "+primary, "result", "success")
+	}
 	return http.StatusOK, encodeJSON(append(fields, jsonField{"command", primary}, jsonField{"error", nil}))
 }
 
