@@ -20,10 +20,11 @@
 #                 ensemble does), and on the second follower when that one
 #                 restarts.
 # Before the first restart, a --baseline window with nothing restarting
-# shows the pauses this machine causes by itself. Each restart's window
-# runs from its SIGTERM to the end of its settle time; each writer reports the longest gap between two acknowledged
-# writes that ends in each window. Targets alternate within a round
-# (A B C A B C ...).
+# shows the pauses this machine causes by itself. Each restart has two
+# windows: "down", from its SIGTERM until the member serves again, and
+# "after", its settle time (catching up, clients coming back). Each writer
+# reports the longest gap between two acknowledged writes that ends in
+# each window. Targets alternate within a round (A B C A B C ...).
 #
 # Targets: zookeeper (Debian's Apache ZooKeeper 3.8, QuorumPeerMain),
 # zkserverd-handoff (zkserverd as built from this checkout; a stopping
@@ -217,7 +218,7 @@ trap cleanup EXIT
 
 # rolling target round: one rolling restart under the writer.
 rolling() {
-  local t=$1 r=$2 i lead marks from to role w load
+  local t=$1 r=$2 i lead marks from up to role w load
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   local -a order
   setup "$t" "$r"
@@ -247,11 +248,13 @@ rolling() {
     stop_member "$i"
     start_member "$i"
     wait_serving "$i"
+    up=$(date +%s%N)
     sleep "$SETTLE"
     to=$(date +%s%N)
-    echo "m$i-${role:-unknown} $from $to" >>"$marks"
+    echo "m$i-${role:-unknown}-down $from $up" >>"$marks"
+    echo "m$i-${role:-unknown}-after $up $to" >>"$marks"
     printf '  %-20s round %d: member %d (%s) restarted, serving again after %d ms\n' "$t" "$r" "$i" "${role:-?}" \
-      $(((to - from) / 1000000 - SETTLE * 1000))
+      $(((up - from) / 1000000))
   done
   stop_writers
   stop_all
