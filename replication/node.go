@@ -52,6 +52,7 @@ type Node struct {
 	digests  digestLog    // recent digest records and the fence (digest.go)
 	ident    identity     // this member's ensemble id (identity.go)
 	foreign  foreignLog   // rate limit of the refused-peer ERROR (identity.go)
+	handoff  handoffGate  // holds new entries back during a hand-off (transfer.go)
 
 	// fwdMu guards the forwarding listener and the member connections it
 	// accepted, closed together by Close.
