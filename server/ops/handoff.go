@@ -206,11 +206,11 @@ type adminAuthorizer interface {
 func (o *Surfaces) authorize(r *http.Request) (int, string) {
 	info := r.Header.Get("Authorization")
 	if info == "" {
-		return http.StatusUnauthorized, "Auth info is missing for the command"
+		return http.StatusUnauthorized, errAuthMissing
 	}
 	parts := strings.Split(info, " ")
 	if len(parts) != 1 && len(parts) != 2 {
-		return http.StatusUnauthorized, "Not authenticated"
+		return http.StatusUnauthorized, errNotAuthenticated
 	}
 	c := server.AdminCredentials{Scheme: parts[0], Remote: remoteAddr(r)}
 	if len(parts) == 2 {
@@ -226,9 +226,9 @@ func (o *Surfaces) authorize(r *http.Request) (int, string) {
 	err := authz.AuthorizeAdmin(c, jute.PermAll, "/")
 	switch {
 	case errors.Is(err, server.ErrAdminNotAuthenticated):
-		return http.StatusUnauthorized, "Not authenticated"
+		return http.StatusUnauthorized, errNotAuthenticated
 	case err != nil:
-		return http.StatusForbidden, "Not authorized"
+		return http.StatusForbidden, errNotAuthorized
 	}
 	return http.StatusOK, ""
 }
