@@ -113,8 +113,10 @@ func (q *proposalQueue) takeBatch() []proposal {
 }
 
 // flush appends one batch to the log (or forwards it) and hands its future
-// to the collector.
+// to the collector; during a leadership hand-off it first waits for the
+// hand-off's end (transfer.go).
 func (n *Node) flush(batch []proposal) {
+	n.handoff.wait(n.stop)
 	n.inflight <- n.commitBatch(batch)
 }
 

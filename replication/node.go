@@ -54,9 +54,10 @@ type Node struct {
 	// server and a replaced transport.
 	hintTrans *hintTransport
 	hints     *commitHints
-	digests   digestLog  // recent digest records and the fence (digest.go)
-	ident     identity   // this member's ensemble id (identity.go)
-	foreign   foreignLog // rate limit of the refused-peer ERROR (identity.go)
+	digests   digestLog   // recent digest records and the fence (digest.go)
+	ident     identity    // this member's ensemble id (identity.go)
+	foreign   foreignLog  // rate limit of the refused-peer ERROR (identity.go)
+	handoff   handoffGate // holds new entries back during a hand-off (transfer.go)
 
 	// fwdMu guards the forwarding listener and the member connections it
 	// accepted, closed together by Close.

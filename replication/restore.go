@@ -31,10 +31,6 @@ import (
 // holds on every member, and the digest recorded with it is the restored
 // tree's own, which every member checks when it loads the snapshot.
 
-// ErrNotLeader is wrapped by Restore's error on a member that is not the
-// leader; the error names the leader's server id when one is known.
-var ErrNotLeader = errors.New("replication: this member is not the leader")
-
 // restoreTimeout bounds raft's acceptance of a restore when the context
 // has no deadline.
 const restoreTimeout = 5 * time.Minute

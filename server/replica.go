@@ -54,6 +54,10 @@ type ensembleView interface {
 	Membership() replication.Membership
 	ChangeMembership(ctx context.Context, ch replication.MembershipChange) error
 	LearnPeers(peers []replication.Peer)
+	// TransferLeadership hands this leader's leadership to another voting
+	// member (target, or any up-to-date one when 0) and returns the new
+	// leader's id (replication/transfer.go).
+	TransferLeadership(ctx context.Context, target int64) (int64, error)
 }
 
 // figures are the replication statistics mntr and the AdminServer show.

@@ -29,6 +29,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCommand(), newWaitCommand(), newCleanCommand(), newReportCommand(), newFreePortCommand())
+	root.AddCommand(newPauseCommand()) // pause.go
 	return root
 }
 

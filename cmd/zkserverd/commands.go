@@ -53,9 +53,11 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
 	addRunFlags(root, &f)
+	addHandOffFlag(root) // transfer.go
 	root.AddCommand(newVersionCommand(), newClusterCommand(stderr), newHealthcheckCommand(), newStatusCommand(), newPrintConfigCommand())
 	root.AddCommand(newImportCommand(stderr))
 	root.AddCommand(newBackupCommand(), newRestoreCommand())
+	root.AddCommand(newTransferCommand()) // transfer.go
 	return root
 }
 
@@ -176,7 +178,8 @@ func validateSources(cmd *cobra.Command, f runFlags, cfg conf.Config) error {
 	return err
 }
 
-// run starts the server and blocks until SIGINT or SIGTERM. Nothing is
+// run starts the server and blocks until SIGINT or SIGTERM; a leader then
+// hands its leadership over before it stops (HandOffAndClose). Nothing is
 // created on disk before the configuration is valid and its ports can be
 // bound (startup.go); a start that fails all the same removes the data
 // directories it created, when that is safe (startServer).
@@ -219,7 +222,7 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 	if err := sd.send("STOPPING=1"); err != nil {
 		logger.Warn("cannot tell systemd the server is stopping", "err", err)
 	}
-	if err := srv.Close(); err != nil {
+	if err := srv.HandOffAndClose(handOffTimeoutOf(cmd)); err != nil { // a leader hands over first (transfer.go)
 		logger.Error("shutdown", "err", err)
 		return err
 	}

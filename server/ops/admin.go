@@ -164,7 +164,7 @@ func (h *adminHandler) run(name string, args url.Values) string {
 func (o *Surfaces) startAdminServer() error {
 	addr := net.JoinHostPort(o.cfg.AdminServerAddress, strconv.Itoa(o.cfg.AdminServerPort))
 	idle := time.Duration(o.cfg.AdminIdleTimeout) * time.Millisecond
-	ep, err := serveHTTP(addr, newAdminHandler(o), idle, o.log)
+	ep, err := serveHTTP(addr, o.adminRoutes(newAdminHandler(o)), idle, o.log) // handoff.go
 	if err != nil {
 		return fmt.Errorf("ops: admin server: %w", err)
 	}

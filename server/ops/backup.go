@@ -7,17 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/zkserverd/zkserverd/acl"
 	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/internal/zkimport"
-	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/replication"
 	"github.com/zkserverd/zkserverd/txnlog"
 )
@@ -55,11 +52,10 @@ const (
 	headerSnapshotSize   = "snapshot_size"
 	formatZooKeeper      = "zookeeper"
 	formatZkserverd      = "zkserverd"
-	authInfoSeparator    = " "
 	defaultAdminInterval = 5 * time.Minute
 )
 
-// Errors of the snapshot and restore commands as ZooKeeper words them.
+// The refusals of the state-changing commands as ZooKeeper words them.
 const (
 	errAuthMissing      = "Auth info is missing for the command"
 	errNotAuthenticated = "Not authenticated"
@@ -79,7 +75,6 @@ var _ backupReplica = (*replication.Node)(nil)
 // made with the handler; its rate limits are its own state.
 type backupCommands struct {
 	o        *Surfaces
-	auth     *acl.Registry
 	snapshot commandGate
 	restore  commandGate
 }
@@ -101,18 +96,8 @@ func newBackupCommands(o *Surfaces) *backupCommands {
 			o.log.Warn("admin.rateLimiterIntervalInMS is not a number of milliseconds; using the default", "value", v, "default", every)
 		}
 	}
-	var providers []acl.Provider
-	for n, name := range o.cfg.AuthProviders {
-		p, err := acl.NewProviderByName(name, o.cfg.Extra)
-		if err != nil {
-			o.log.Debug("authentication provider not available to the AdminServer", "key", fmt.Sprintf("authProvider.%d", n), "err", err)
-			continue
-		}
-		providers = append(providers, p)
-	}
 	return &backupCommands{
 		o:        o,
-		auth:     acl.NewRegistry(acl.Options{SuperDigest: o.cfg.SuperDigest, Providers: providers}),
 		snapshot: commandGate{enabled: flagKey(o, "admin.snapshot.enabled"), limit: &rateLimit{every: every}},
 		restore:  commandGate{enabled: flagKey(o, "admin.restore.enabled"), limit: &rateLimit{every: every}},
 	}
@@ -174,7 +159,7 @@ func (b *backupCommands) serve(w http.ResponseWriter, r *http.Request, name stri
 		writeCommandJSON(w, http.StatusOK, primary, nil, notServingError)
 		return true
 	}
-	if code, msg := b.authorize(r); code != http.StatusOK {
+	if code, msg := b.o.authorize(r); code != http.StatusOK { // handoff.go
 		b.o.log.Warn("admin command refused", "command", primary, "remote", r.RemoteAddr, "reason", msg)
 		writeCommandJSON(w, code, primary, nil, msg)
 		return true
@@ -196,47 +181,6 @@ func (b *backupCommands) serve(w http.ResponseWriter, r *http.Request, name stri
 		b.serveRestore(w, r)
 	}
 	return true
-}
-
-// authorize checks the Authorization header as ZooKeeper 3.9's
-// AdminServer does: the scheme's provider authenticates the credentials
-// (or the connection, for ip and x509), and the identities must hold
-// every permission bit on "/". It returns 200 or the status and message
-// of the refusal.
-func (b *backupCommands) authorize(r *http.Request) (int, string) {
-	info := r.Header.Get("Authorization")
-	if info == "" {
-		return http.StatusUnauthorized, errAuthMissing
-	}
-	parts := strings.Split(info, authInfoSeparator)
-	if len(parts) > 2 {
-		return http.StatusUnauthorized, errNotAuthenticated
-	}
-	var creds []byte
-	if len(parts) == 2 {
-		creds = []byte(parts[1])
-	}
-	conn := acl.ConnInfo{}
-	if addr, err := net.ResolveTCPAddr("tcp", r.RemoteAddr); err == nil {
-		conn.RemoteAddr = addr
-	}
-	if r.TLS != nil {
-		conn.PeerCertificates = r.TLS.PeerCertificates
-	}
-	ids, err := b.auth.Authenticate(parts[0], conn, creds)
-	if err != nil || len(ids) == 0 {
-		return http.StatusUnauthorized, errNotAuthenticated
-	}
-	list, _, code := b.o.st.Replica().Tree().GetACL("/", ids)
-	if code != jute.OK {
-		return http.StatusForbidden, errNotAuthorized
-	}
-	for bit := int32(1); bit <= jute.PermAll; bit <<= 1 {
-		if jute.PermAll&bit != 0 && !b.auth.Allowed(list, ids, bit) {
-			return http.StatusForbidden, errNotAuthorized
-		}
-	}
-	return http.StatusOK, ""
 }
 
 // serveSnapshot takes a backup and streams it (streaming=false: only
