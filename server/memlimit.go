@@ -75,7 +75,8 @@ const (
 type MemoryStats struct {
 	// LimitBytes is the limit refusals are measured against; 0: none.
 	LimitBytes int64
-	// LiveHeapBytes is the live heap at the last sample.
+	// LiveHeapBytes is the live heap at the last sample (0 without a
+	// limit: nothing is sampled).
 	LiveHeapBytes int64
 	// Refusing is true while growing writes are refused.
 	Refusing bool
@@ -144,6 +145,7 @@ func (g *memoryGuard) run(ctx context.Context) {
 	if g.limit == 0 {
 		return
 	}
+	g.sample(time.Now()) // a restart on a full tree refuses from the start
 	t := time.NewTicker(memorySampleInterval)
 	defer t.Stop()
 	for {
