@@ -79,8 +79,8 @@ func TestChooseMemoryLimit(t *testing.T) {
 		wantSource string
 	}{
 		{name: "nothing", cfg: conf.Default(), root: fstest.MapFS{}, wantSource: "none"},
-		{name: "cgroup", cfg: conf.Default(), root: cgroup, wantBytes: 900000000, wantSoft: 900000000,
-			wantSource: "cgroup /sys/fs/cgroup/memory.max (1000000000 bytes) x 0.9"},
+		{name: "cgroup", cfg: conf.Default(), root: cgroup, wantBytes: 850000000, wantSoft: 850000000,
+			wantSource: "cgroup /sys/fs/cgroup/memory.max (1000000000 bytes) x 0.85"},
 		{name: "the key before the cgroup", cfg: withKey, root: cgroup, wantBytes: 64 << 20, wantSoft: 64 << 20, wantSource: "memory.limitBytes"},
 		{name: "GOMEMLIMIT=off is no limit of its own", cfg: withKey, env: map[string]string{"GOMEMLIMIT": "off"}, root: cgroup,
 			wantBytes: 64 << 20, wantSoft: 64 << 20, wantSource: "memory.limitBytes"},
