@@ -245,7 +245,8 @@ func (c *conn) refuseForMemory(h jute.RequestHeader, req jute.Record, now time.T
 // growsTree reports whether a write of op would make the tree larger if
 // it succeeded, and the path of the (first) op that would: a create, a
 // setData with more data than the node has now in the local tree, a multi
-// holding one of those.
+// holding one of those. A setData of a node the local tree does not hold
+// (yet: its create may still be on its way) is let through.
 func (c *conn) growsTree(op jute.OpCode, req jute.Record) (string, bool) {
 	switch r := req.(type) {
 	case *jute.CreateRequest:

@@ -130,6 +130,11 @@ func TestMemoryLimitRefusesGrowingWrites(t *testing.T) {
 		{"same-size setData", func() error { _, err := c.Set(made[0], data, -1); return err }, false},
 		{"smaller setData", func() error { _, err := c.Set(made[1], []byte("small"), -1); return err }, false},
 		{"ephemeral create", func() error { _, err := c.Create("/e", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); return err }, true},
+		{"sequential create", func() error { _, err := c.Create("/s-", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll)); return err }, true},
+		{"container create", func() error {
+			_, err := c.CreateContainer("/c", nil, zk.FlagContainer, zk.WorldACL(zk.PermAll))
+			return err
+		}, true},
 		{"multi with a create", func() error {
 			_, err := c.Multi(&zk.CheckVersionRequest{Path: made[0], Version: -1},
 				&zk.CreateRequest{Path: "/m", Acl: zk.WorldACL(zk.PermAll)})
@@ -139,10 +144,14 @@ func TestMemoryLimitRefusesGrowingWrites(t *testing.T) {
 		{"delete", func() error { return c.Delete(made[3], -1) }, false},
 	}
 	for _, ck := range checks {
+		zxid := s.node.LastZxid()
 		err := ck.do()
 		switch {
 		case ck.refused && (err == nil || !strings.Contains(err.Error(), "-127")):
 			t.Errorf("%s near the limit: %v, want ThrottledOp (-127)", ck.name, err)
+		case ck.refused && s.node.LastZxid() != zxid:
+			// Refused before the log: nothing proposed, no zxid spent.
+			t.Errorf("%s near the limit: the last zxid moved from %#x to %#x", ck.name, zxid, s.node.LastZxid())
 		case !ck.refused && err != nil:
 			t.Errorf("%s near the limit: %v, want it served", ck.name, err)
 		}
