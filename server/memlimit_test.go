@@ -11,8 +11,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/test/ports"
 )
 
 // TestMemoryGuardHysteresis follows the refusal state through a series of
@@ -174,5 +176,91 @@ func TestMemoryLimitRefusesGrowingWrites(t *testing.T) {
 	})
 	if st := s.Stats().Memory; st.Refusing {
 		t.Errorf("memory stats %+v after the deletes: still refusing", st)
+	}
+}
+
+// TestMemoryLimitOnAnEnsemble fills a 3-member ensemble through a
+// follower until the follower refuses a create, and checks that the
+// refusal reached no member: every member applied the same log (none is
+// fenced for a differing digest) and none holds the refused znode. Then it
+// deletes and checks that creates through the follower resume. The members
+// share the test's heap, so all of them near the limit together.
+func TestMemoryLimitOnAnEnsemble(t *testing.T) {
+	const (
+		headroom = 96 << 20 // three trees, three log caches of up to 8 MiB
+		nodeSize = 256 << 10
+		maxNodes = 600
+	)
+	limit := int64(float64(liveHeap()+headroom) / refuseShare)
+	e := testutil.StartEnsemble(t, testutil.EnsembleSpec[*Server]{Size: 3, Ports: ports.ForServer(),
+		Base: func(int) conf.Config {
+			cfg := opsConfig(t)
+			cfg.MemoryLimitBytes = limit
+			return cfg
+		},
+		New: func(_ int, cfg conf.Config) (*Server, error) {
+			return New(Options{Config: cfg, Logger: testutil.Logger(t, slog.LevelError)})
+		}})
+	leader := -1
+	testutil.Eventually(t, 15*time.Second, "a leader", func() bool {
+		for i := range 3 {
+			if e.Member(i).node.IsLeader() {
+				leader = i
+				return true
+			}
+		}
+		return false
+	})
+	follower := (leader + 1) % 3
+	c, _ := testutil.Connect(t, e.Addr(follower), 10*time.Second)
+
+	data := make([]byte, nodeSize)
+	var made []string
+	var refusal error
+	for i := range maxNodes {
+		p := fmt.Sprintf("/fill-%04d", i)
+		if _, err := c.Create(p, data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			refusal = err
+			break
+		}
+		made = append(made, p)
+	}
+	if refusal == nil || !strings.Contains(refusal.Error(), "-127") {
+		t.Fatalf("after %d creates through member %d: %v, want ThrottledOp (-127)", len(made), follower+1, refusal)
+	}
+	refused := fmt.Sprintf("/fill-%04d", len(made))
+	if _, err := c.Sync("/"); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	for i := range 3 {
+		m := e.Member(i)
+		if _, code := m.node.Tree().Exists(refused, nil); code != jute.NoNode {
+			t.Errorf("member %d: the refused %s: %v, want NoNode", i+1, refused, code)
+		}
+		if err := m.node.Fenced(); err != nil {
+			t.Errorf("member %d fenced: %v", i+1, err)
+		}
+	}
+
+	for _, p := range made {
+		if err := c.Delete(p, -1); err != nil {
+			t.Fatalf("delete %s: %v", p, err)
+		}
+	}
+	var err error
+	testutil.Eventually(t, 15*time.Second, "a create accepted after the deletes", func() bool {
+		_, err = c.Create("/after", data, 0, zk.WorldACL(zk.PermAll))
+		return err == nil
+	})
+	if _, err := c.Sync("/"); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	for i := range 3 {
+		if _, code := e.Member(i).node.Tree().Exists("/after", nil); code != jute.OK {
+			t.Errorf("member %d: /after: %v, want it created", i+1, code)
+		}
+		if err := e.Member(i).node.Fenced(); err != nil {
+			t.Errorf("member %d fenced: %v", i+1, err)
+		}
 	}
 }
