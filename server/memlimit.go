@@ -118,7 +118,7 @@ func newMemoryGuard(limit int64, logger *slog.Logger) *memoryGuard {
 			limit = 0
 		}
 	}
-	g := &memoryGuard{
+	return &memoryGuard{
 		log:      logger,
 		limit:    limit,
 		refuseAt: int64(float64(limit) * refuseShare),
@@ -127,7 +127,6 @@ func newMemoryGuard(limit int64, logger *slog.Logger) *memoryGuard {
 			{Name: metricLiveHeap}, {Name: metricHeapBytes}, {Name: metricGCCycles},
 		},
 	}
-	return g
 }
 
 // logStart says what the guard refuses at, once at start.
