@@ -34,8 +34,10 @@ import (
 //     and stop when it falls below resumeShare (hysteresis, so that the
 //     state does not flap with every collection). While refusing, or while
 //     the heap holds more than the refusal threshold, the sampler forces a
-//     collection when none ran for forceGCAfter, so that memory freed by
-//     deletes on an idle server is seen;
+//     collection when none ran for forceGCAfter and a transaction was
+//     applied since the last one it forced, so that memory freed by
+//     deletes on an idle server is seen, and an idle full server does not
+//     collect again and again for nothing;
 //   - refused are the writes that grow the tree: create (every kind),
 //     setData with more data than the node has, and a multi holding one of
 //     those. Reads, delete, check, setACL, sync, shrinking or same-size
@@ -88,7 +90,9 @@ type MemoryStats struct {
 // goroutine (run) writes the atomics; connections' reader goroutines read
 // refusing and count refusals.
 type memoryGuard struct {
-	log      *slog.Logger
+	log *slog.Logger
+	// applied returns the zxid of the last transaction applied.
+	applied  func() int64
 	limit    int64 // 0: no refusals
 	refuseAt int64
 	resumeAt int64
@@ -105,12 +109,13 @@ type memoryGuard struct {
 	samples   []metrics.Sample
 	gcCycles  uint64
 	lastCycle time.Time // when gcCycles last changed, or a collection was forced
+	forced    int64     // applied() at the last forced collection; -1 before any
 }
 
 // newMemoryGuard returns the guard for limit bytes (memory.limitBytes;
 // 0 takes the Go runtime's soft limit, and no soft limit means no
-// refusals).
-func newMemoryGuard(limit int64, logger *slog.Logger) *memoryGuard {
+// refusals); applied returns the zxid of the last transaction applied.
+func newMemoryGuard(limit int64, applied func() int64, logger *slog.Logger) *memoryGuard {
 	if limit <= 0 {
 		if soft := debug.SetMemoryLimit(-1); soft != math.MaxInt64 {
 			limit = soft
@@ -120,6 +125,8 @@ func newMemoryGuard(limit int64, logger *slog.Logger) *memoryGuard {
 	}
 	return &memoryGuard{
 		log:      logger,
+		applied:  applied,
+		forced:   -1,
 		limit:    limit,
 		refuseAt: int64(float64(limit) * refuseShare),
 		resumeAt: int64(float64(limit) * resumeShare),
@@ -180,10 +187,13 @@ func (g *memoryGuard) sample(now time.Time) {
 	}
 	if (g.refusing.Load() || objects >= g.refuseAt) && now.Sub(g.lastCycle) >= forceGCAfter {
 		// No collection for a while: the live figure predates whatever
-		// was deleted or allocated since. One collection settles it.
-		runtime.GC()
-		live, _, cycles = g.read()
-		g.gcCycles, g.lastCycle = cycles, now
+		// was deleted since. One collection settles it, if anything was
+		// applied since the last one forced.
+		if zxid := g.applied(); zxid != g.forced {
+			runtime.GC()
+			live, _, cycles = g.read()
+			g.gcCycles, g.lastCycle, g.forced = cycles, now, zxid
+		}
 	}
 	g.update(live)
 }

@@ -150,7 +150,7 @@ func New(opts Options, seams ...Option) (*Server, error) {
 	s.workers = newWorkers(s.taskPanicked)
 	s.admission = newAdmission(cfg.GlobalOutstandingLimit, cfg.LargeRequestMaxBytes, cfg.LargeRequestThreshold, &s.stats.outstanding)
 	s.reaperClock = session.RealClock{} // container/TTL reaper (reaper.go)
-	s.memory = newMemoryGuard(cfg.MemoryLimitBytes, logger)
+	s.memory = newMemoryGuard(cfg.MemoryLimitBytes, func() int64 { return s.node.LastZxid() }, logger)
 	for _, o := range seams {
 		o(s)
 	}
