@@ -121,6 +121,13 @@ type Config struct {
 	// segment is created: 0 means DefaultWALSegmentSize; otherwise
 	// between MinWALSegmentSize and MaxWALSegmentSize.
 	WALSegmentSizeBytes int
+	// MemoryLimitBytes (zkserverd's memory.limitBytes) is the memory the
+	// process may use, in bytes: zkserverd sets the Go runtime's soft limit
+	// to it (unless GOMEMLIMIT is set in the environment) and refuses writes
+	// that would grow the tree once the live heap nears it
+	// (docs/operations.md, "Memory"). 0, the default, sets neither; the
+	// limit then follows GOMEMLIMIT or the container's cgroup limit.
+	MemoryLimitBytes int64
 
 	// JuteMaxBuffer is the largest packet, default 0xfffff. ZooKeeper reads
 	// it only from the JVM property; zkserverd also takes jute.maxbuffer
@@ -182,6 +189,10 @@ const (
 	MinWALSegmentSize     = 1 << 20
 	MaxWALSegmentSize     = 1 << 30
 )
+
+// MinMemoryLimit is the smallest memory.limitBytes accepted (other than 0):
+// below it the server's own working set would leave nothing for the tree.
+const MinMemoryLimit = 16 << 20
 
 // DefaultMetricsProviderClassName is ZooKeeper's default metrics provider.
 const DefaultMetricsProviderClassName = "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider"

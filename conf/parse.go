@@ -268,6 +268,8 @@ func (p *parser) setQuorumKey(key, v string) (bool, error) {
 		c.LogStore = v
 	case "wal.segmentSizeBytes":
 		c.WALSegmentSizeBytes, err = parseInt(key, v)
+	case "memory.limitBytes":
+		c.MemoryLimitBytes, err = parseLong(key, v)
 	case "localSessionsEnabled":
 		c.LocalSessionsEnabled, err = parseBool(key, v)
 	case "localSessionsUpgradingEnabled":
@@ -396,6 +398,15 @@ func parseInt(key, v string) (int, error) {
 		return 0, numErr(key, v, err, "an integer")
 	}
 	return int(n), nil
+}
+
+// parseLong parses a decimal Java long (optional sign), as Long.parseLong.
+func parseLong(key, v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, numErr(key, v, err, "an integer")
+	}
+	return n, nil
 }
 
 // decodeInt parses a Java int as Integer.getInteger does (Integer.decode):

@@ -24,7 +24,7 @@ var knownKeys = []string{
 	"connectToLearnerMasterLimit", "electionAlg", "quorumListenOnAllIPs", "peerType",
 	"syncEnabled", "dynamicConfigFile", "autopurge.snapRetainCount", "autopurge.purgeInterval",
 	"standaloneEnabled", "reconfigEnabled", "join", "forceNewEnsemble", "digest.intervalMs",
-	"logStore", "wal.segmentSizeBytes", "localSessionsEnabled", "localSessionsUpgradingEnabled",
+	"logStore", "wal.segmentSizeBytes", "memory.limitBytes", "localSessionsEnabled", "localSessionsUpgradingEnabled",
 	"metricsProvider.className", "metricsProvider.httpPort", "version",
 	// System properties (setPropertyKey).
 	"4lw.commands.whitelist", "admin.enableServer", "admin.serverAddress", "admin.serverPort",

@@ -89,6 +89,8 @@ func (c Config) validateLimits(v *validator) {
 	v.check(c.PreAllocSize > 0, "preAllocSize", c.PreAllocSize, "must be greater than 0")
 	v.check(c.WALSegmentSizeBytes == 0 || c.WALSegmentSizeBytes >= MinWALSegmentSize && c.WALSegmentSizeBytes <= MaxWALSegmentSize,
 		"wal.segmentSizeBytes", c.WALSegmentSizeBytes, "must be 0 (the default, 64 MiB) or between %d (1 MiB) and %d (1 GiB)", MinWALSegmentSize, MaxWALSegmentSize)
+	v.check(c.MemoryLimitBytes == 0 || c.MemoryLimitBytes >= MinMemoryLimit,
+		"memory.limitBytes", c.MemoryLimitBytes, "must be 0 (no limit of its own) or at least %d (16 MiB)", MinMemoryLimit)
 	v.check(c.AutopurgeSnapRetainCount >= 3, "autopurge.snapRetainCount", c.AutopurgeSnapRetainCount, "must be at least 3")
 	v.check(c.AutopurgePurgeInterval >= 0, "autopurge.purgeInterval", c.AutopurgePurgeInterval, "must not be negative")
 	v.check(c.JuteMaxBuffer > 0, "jute.maxbuffer", c.JuteMaxBuffer, "must be greater than 0")

@@ -16,8 +16,11 @@ import (
 //
 // singleVoter marks the logger of a standalone server: raft starts every
 // member as a follower that elects itself after a heartbeat timeout, and
-// warns "heartbeat timeout reached, starting election". With no other
-// member there is no leader to miss, so that line is informational there.
+// warns "heartbeat timeout reached, starting election" (and, when storing
+// its own vote outlasts the election timeout on a busy disk, "Election
+// timeout reached, restarting election"). With no other member there is no
+// leader to miss and no vote to lose, so those lines are informational
+// there.
 type slogHC struct {
 	hclog.Logger
 	l           *slog.Logger
@@ -26,8 +29,11 @@ type slogHC struct {
 }
 
 // electionStart is raft's warning when a follower stops waiting for a
-// leader.
-const electionStart = "heartbeat timeout reached, starting election"
+// leader, electionRestart when a candidate's election timed out.
+const (
+	electionStart   = "heartbeat timeout reached, starting election"
+	electionRestart = "Election timeout reached, restarting election"
+)
 
 // newHCLogger returns raft's logger over l, tagged component=raft.
 func newHCLogger(l *slog.Logger) hclog.Logger {
@@ -44,7 +50,7 @@ func newPeerHCLogger(l *slog.Logger, peers *peerLog, singleVoter bool) hclog.Log
 func raftSlog(l *slog.Logger) *slog.Logger { return l.With("component", "raft") }
 
 func (h *slogHC) log(level slog.Level, msg string, args []interface{}) {
-	if h.singleVoter && level == slog.LevelWarn && msg == electionStart {
+	if h.singleVoter && level == slog.LevelWarn && (msg == electionStart || msg == electionRestart) {
 		level = slog.LevelInfo
 	}
 	if !h.l.Enabled(context.Background(), level) {

@@ -29,6 +29,8 @@ func TestRaftLinesReachSlog(t *testing.T) {
 			`level=ERROR msg="failed to append" component=raft`, false},
 		{"a standalone server's election is information", slog.LevelInfo, func(l hclog.Logger) { l.Warn(electionStart, "last-leader-id", "") },
 			`level=INFO msg="heartbeat timeout reached, starting election"`, true},
+		{"a standalone server's restarted election is information", slog.LevelInfo, func(l hclog.Logger) { l.Warn(electionRestart) },
+			`level=INFO msg="Election timeout reached, restarting election"`, true},
 		{"an ensemble member's election stays a warning", slog.LevelInfo, func(l hclog.Logger) { l.Warn(electionStart, "last-leader-id", "") },
 			`level=WARN msg="heartbeat timeout reached, starting election"`, false},
 		{"a standalone server's other warnings stay", slog.LevelInfo, func(l hclog.Logger) { l.Named("x").Warn("failed to contact quorum of nodes, stepping down") },

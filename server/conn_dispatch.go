@@ -87,6 +87,9 @@ func (c *conn) dispatch(h jute.RequestHeader, d *jute.Decoder, now time.Time) bo
 	case h.Type == jute.OpReconfig && c.s.cfg.ReconfigEnabled:
 		c.enqueue(&pending{kind: kindReconfig, xid: h.Xid, op: h.Type, req: req, ids: c.authIDs(), received: now})
 	case h.Type.IsWrite():
+		if c.refuseForMemory(h, req, now) { // memlimit.go
+			return true
+		}
 		return c.submitWrite(h, req, now)
 	case h.Type == jute.OpSync:
 		c.enqueue(&pending{kind: kindSync, xid: h.Xid, op: h.Type, req: req, received: now, nullPath: hasNull})

@@ -62,6 +62,8 @@ type Server struct {
 	serving   atomic.Bool
 	ro        readOnlyMode // readonlymode.enabled without a quorum (readonly.go)
 	started   time.Time
+	// memory refuses growing writes near the memory limit (memlimit.go).
+	memory *memoryGuard
 	// readBuffers holds the read buffers of ended connections (conn_pool.go).
 	readBuffers sync.Pool
 	// pipelines holds the empty pipeline queues of ended connections (conn_pool.go).
@@ -148,6 +150,7 @@ func New(opts Options, seams ...Option) (*Server, error) {
 	s.workers = newWorkers(s.taskPanicked)
 	s.admission = newAdmission(cfg.GlobalOutstandingLimit, cfg.LargeRequestMaxBytes, cfg.LargeRequestThreshold, &s.stats.outstanding)
 	s.reaperClock = session.RealClock{} // container/TTL reaper (reaper.go)
+	s.memory = newMemoryGuard(cfg.MemoryLimitBytes, func() int64 { return s.node.LastZxid() }, logger)
 	for _, o := range seams {
 		o(s)
 	}
@@ -244,6 +247,8 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.goAndTrack(func() { s.tracker.Run(s.ctx) })
 	s.goAndTrack(func() { s.runReaper(s.ctx) }) // container/TTL reaper (reaper.go)
+	s.memory.logStart()
+	s.goAndTrack(func() { s.memory.run(s.ctx) }) // memlimit.go
 	s.goAndTrack(s.acceptLoop)
 	if s.node.Clustered() {
 		s.goAndTrack(func() { s.reportTouches(s.ctx) })

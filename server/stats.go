@@ -96,6 +96,8 @@ type Stats struct {
 	MaxResponseSize  int64
 	SlowDisconnects  int64 // connections dropped for not reading notifications
 	ConnectionPanics int64 // panics contained to one connection (contain.go)
+	// Memory is the memory limit and its refusals (memlimit.go).
+	Memory MemoryStats
 }
 
 // get reads the counters.

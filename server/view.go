@@ -65,7 +65,11 @@ func (s *Server) SessionExpiry() map[time.Time][]int64 { return s.tracker.Bucket
 func (s *Server) LocalSessionCount() int { return s.localSessionCount() }
 
 // Stats returns the server-wide counters of srvr, stat and mntr.
-func (s *Server) Stats() Stats { return s.stats.get() }
+func (s *Server) Stats() Stats {
+	st := s.stats.get()
+	st.Memory = s.memory.stats() // memlimit.go
+	return st
+}
 
 // ResetStats resets the server-wide counters (srst).
 func (s *Server) ResetStats() { s.stats.reset() }

@@ -200,6 +200,7 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 	if err := checkPorts(cfg, f.config); err != nil {
 		return err
 	}
+	applyMemoryLimit(cfg, os.Getenv, os.DirFS("/"), logger) // memlimit.go
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if f.pprofAddr != "" {

@@ -337,6 +337,10 @@ func (o *Surfaces) monitorValues() []keyValue {
 		{"digest_mismatches_count", i(o.st.Replica().DigestMismatches())},
 		{"slow_client_disconnects", i(st.SlowDisconnects)},
 		{"connection_panics", i(st.ConnectionPanics)},
+		{"memory_limit_bytes", i(st.Memory.LimitBytes)},
+		{"memory_live_heap_bytes", i(st.Memory.LiveHeapBytes)},
+		{"memory_refusing", i(int64(boolGauge(st.Memory.Refusing)))},
+		{"memory_refused_writes", i(st.Memory.RefusedWrites)},
 	}
 	kvs = append(kvs, summaryValues("readlatency", st.ReadLatency)...)
 	kvs = append(kvs, summaryValues("updatelatency", st.UpdateLatency)...)

@@ -43,6 +43,10 @@ const connectionPanicsMetric = "connection_panics"
 // as zk_digest_mismatches_count.
 const digestMismatchesMetric = "digest_mismatches_count"
 
+// memoryRefusedWritesMetric counts the writes refused near the memory
+// limit (server/memlimit.go); mntr shows it as zk_memory_refused_writes.
+const memoryRefusedWritesMetric = "memory_refused_writes"
+
 // summaryMaxAge is the window of the latency summaries' quantiles:
 // ZooKeeper's Prometheus provider rotates its sketches every 60 seconds.
 const summaryMaxAge = time.Minute
@@ -80,7 +84,8 @@ type gaugeSpec struct {
 
 // gauges lists the gauges ZooKeeper registers (same names, and like
 // ZooKeeper they are gauges even where the value only grows), plus
-// slow_client_disconnects, which is zkserverd's own.
+// slow_client_disconnects and the memory limit's, which are zkserverd's
+// own.
 func (o *Surfaces) gauges() []gaugeSpec {
 	f := func(v int64) float64 { return float64(v) }
 	stat := func(pick func(st server.Stats) int64) func() float64 {
@@ -107,6 +112,12 @@ func (o *Surfaces) gauges() []gaugeSpec {
 		{"open_file_descriptor_count", "Open file descriptors of the process.", func() float64 { open, _ := fdCounts(); return f(open) }},
 		{"max_file_descriptor_count", "File descriptor limit of the process.", func() float64 { _, limit := fdCounts(); return f(limit) }},
 		{"slow_client_disconnects", "Connections dropped because they did not read their notifications.", stat(func(st server.Stats) int64 { return st.SlowDisconnects })},
+		{"memory_limit_bytes", "The memory limit growing writes are refused near, in bytes; 0: none (zkserverd's own).",
+			stat(func(st server.Stats) int64 { return st.Memory.LimitBytes })},
+		{"memory_live_heap_bytes", "The live heap at the last sample, in bytes: what is measured against the memory limit (zkserverd's own).",
+			stat(func(st server.Stats) int64 { return st.Memory.LiveHeapBytes })},
+		{"memory_refusing", "1 while writes that would grow the tree are refused near the memory limit, else 0 (zkserverd's own).",
+			func() float64 { return boolGauge(o.st.Stats().Memory.Refusing) }},
 	}
 }
 
@@ -116,10 +127,21 @@ func (o *Surfaces) counters() []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: connectionPanicsMetric,
 			Help: "Panics while serving one client's requests; each closed that connection only (zkserverd's own)."},
 			func() float64 { return float64(o.st.Stats().ConnectionPanics) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: memoryRefusedWritesMetric,
+			Help: "Writes refused with ThrottledOp because the memory limit was near (zkserverd's own)."},
+			func() float64 { return float64(o.st.Stats().Memory.RefusedWrites) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: digestMismatchesMetric,
 			Help: "Checkpoints at which this member's tree digest differed from the leader's."},
 			func() float64 { return float64(o.st.Replica().DigestMismatches()) }),
 	}
+}
+
+// boolGauge is a gauge's value for a state: 1 when on.
+func boolGauge(on bool) float64 {
+	if on {
+		return 1
+	}
+	return 0
 }
 
 // registerMetrics registers the gauges, the summaries and, unless

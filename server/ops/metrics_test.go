@@ -59,7 +59,7 @@ func TestMetricsNames(t *testing.T) {
 	want = append(want, "readlatency_count", "readlatency_sum", "updatelatency_count", "updatelatency_sum",
 		`fsynctime{quantile="0.5"}`, "fsynctime_count", "fsynctime_sum",
 		"go_goroutines", "go_memstats_heap_alloc_bytes", "process_open_fds", "process_resident_memory_bytes",
-		connectionPanicsMetric, digestMismatchesMetric)
+		connectionPanicsMetric, digestMismatchesMetric, memoryRefusedWritesMetric)
 	for _, name := range want {
 		if _, ok := m[name]; !ok {
 			t.Errorf("/metrics has no %s", name)
