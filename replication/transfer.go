@@ -48,32 +48,46 @@ func (n *Node) TransferLeadership(ctx context.Context, target int64) (int64, err
 	}
 	start := time.Now()
 	defer n.handoff.hold()()
-	var f raft.Future
-	if target != 0 {
-		addr, err := n.voterAddress(target)
-		if err != nil {
-			return 0, fmt.Errorf("transfer leadership to %d: %w", target, err)
-		}
-		f = n.raft.LeadershipTransferToServer(serverID(target), addr)
-	} else {
-		if err := n.hasOtherVoter(); err != nil {
-			return 0, fmt.Errorf("transfer leadership: %w", err)
-		}
-		f = n.raft.LeadershipTransfer()
+	err := n.transferOnce(ctx, target)
+	// raft gives an attempt up after one election timeout, which a busy
+	// machine can outlast; the caller's ctx bounds the whole hand-off.
+	for round := 1; err != nil && round < transferRounds && !errors.Is(err, ErrNoTransferTarget) &&
+		ctx.Err() == nil && n.raft.State() == raft.Leader; round++ {
+		n.log.Info("handing leadership over: trying again", "round", round+1, "after", err)
+		err = n.transferOnce(ctx, target)
 	}
-	err := waitFuture(ctx, f)
-	if err != nil && target == 0 {
-		err = n.transferToAnyVoter(ctx, err)
-	}
-	if err != nil {
+	if err != nil && n.raft.State() == raft.Leader {
 		return 0, fmt.Errorf("transfer leadership: %w", err)
-	}
+	} // else another member leads, whatever the last attempt's future said
 	leader, err := n.awaitOtherLeader(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("transfer leadership: raft finished the transfer, but %w", err)
 	}
 	n.log.Info("handed leadership over", "to", leader, "took", time.Since(start).Round(time.Millisecond))
 	return leader, nil
+}
+
+// transferRounds bounds the attempts of one hand-off.
+const transferRounds = 3
+
+// transferOnce makes one attempt: to target, or, when it is 0, to the
+// follower raft picks and then to each other voter.
+func (n *Node) transferOnce(ctx context.Context, target int64) error {
+	if target != 0 {
+		addr, err := n.voterAddress(target)
+		if err != nil {
+			return fmt.Errorf("to %d: %w", target, err)
+		}
+		return n.transferTo(ctx, raft.Server{ID: serverID(target), Address: addr})
+	}
+	if err := n.hasOtherVoter(); err != nil {
+		return err
+	}
+	err := waitFuture(ctx, n.raft.LeadershipTransfer())
+	if err != nil {
+		err = n.transferToAnyVoter(ctx, err)
+	}
+	return err
 }
 
 // transferToAnyVoter tries the other voters one by one after raft's own

@@ -673,6 +673,11 @@ func (r *chaosRun) expiryTimes() map[int][]int64 {
 	return out
 }
 
+// minAckWindow is the shortest stretch of a fault, past its settle time,
+// in which a write must be acknowledged: a random fault may end a few
+// milliseconds after its settle time, too soon for any client's round trip.
+const minAckWindow = 500 * time.Millisecond
+
 // checkProgress: every workload made progress, and writes were
 // acknowledged during every fault once it had had time to settle.
 func (r *chaosRun) checkProgress() {
@@ -685,7 +690,7 @@ func (r *chaosRun) checkProgress() {
 	}
 	for _, w := range r.windows {
 		from := w.start + int64(w.settle)
-		if from >= w.end {
+		if w.end-from < int64(minAckWindow) {
 			continue // too short to expect writes
 		}
 		n := 0

@@ -702,15 +702,7 @@ func TestAdminEnsembleMatchesSamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an ensemble")
 	}
-	e := testutil.StartEnsemble(t, testutil.EnsembleSpec[*testServer]{Size: 3, Ports: ports.ForOps(),
-		Base: func(int) conf.Config {
-			cfg := opsConfig(t)
-			cfg.TickTime = 200
-			return cfg
-		},
-		New: func(_ int, cfg conf.Config) (*testServer, error) {
-			return newTestServer(testOptions{Config: cfg, Logger: testutil.Logger(t, slog.LevelWarn)})
-		}})
+	e := startOpsEnsemble(t)
 	leader := e.Member(e.Leader())
 	for _, cmd := range []string{"leader", "zabstate", "voting_view", "server_stats"} {
 		got := decodeJSON(t, cmd, adminGet(t, leader, cmd))
@@ -743,4 +735,19 @@ func TestJavaDouble(t *testing.T) {
 			t.Errorf("javaDouble(%v) = %q, want %q", c.in, got, c.want)
 		}
 	}
+}
+
+// startOpsEnsemble starts a three-member ensemble of test servers in
+// process (tickTime 200 ms), stopped when the test ends.
+func startOpsEnsemble(t *testing.T) *testutil.Ensemble[*testServer] {
+	t.Helper()
+	return testutil.StartEnsemble(t, testutil.EnsembleSpec[*testServer]{Size: 3, Ports: ports.ForOps(),
+		Base: func(int) conf.Config {
+			cfg := opsConfig(t)
+			cfg.TickTime = 200
+			return cfg
+		},
+		New: func(_ int, cfg conf.Config) (*testServer, error) {
+			return newTestServer(testOptions{Config: cfg, Logger: testutil.Logger(t, slog.LevelWarn)})
+		}})
 }

@@ -3,7 +3,6 @@ package ops
 import (
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,9 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/internal/testutil"
-	"github.com/zkserverd/zkserverd/test/ports"
 )
 
 // adminPost sends a POST command with an Authorization header (none when
@@ -114,15 +111,7 @@ func TestTransferLeadershipCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an ensemble")
 	}
-	e := testutil.StartEnsemble(t, testutil.EnsembleSpec[*testServer]{Size: 3, Ports: ports.ForOps(),
-		Base: func(int) conf.Config {
-			cfg := opsConfig(t)
-			cfg.TickTime = 200
-			return cfg
-		},
-		New: func(_ int, cfg conf.Config) (*testServer, error) {
-			return newTestServer(testOptions{Config: cfg, Logger: testutil.Logger(t, slog.LevelWarn)})
-		}})
+	e := startOpsEnsemble(t)
 	const auth = "digest anyone:x" // the root's ACL is world:anyone
 	lead := e.Leader()
 	follower := (lead + 1) % 3
