@@ -111,7 +111,6 @@ func (h *commitHints) request() (raft.RPC, bool) {
 	req := &raft.AppendEntriesRequest{
 		RPCHeader:         raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(id), Addr: leader},
 		Term:              entry.Term,
-		Leader:            leader,
 		PrevLogEntry:      index,
 		PrevLogTerm:       entry.Term,
 		LeaderCommitIndex: index,

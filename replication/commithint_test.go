@@ -165,7 +165,7 @@ func TestRaftChecksHintsAsAppends(t *testing.T) {
 			peer := follower.trans.EncodePeer(leaderID, leaderAddr)
 			req := &raft.AppendEntriesRequest{
 				RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(leaderID), Addr: peer},
-				Term:      tt.term, Leader: peer, PrevLogEntry: tt.prev, PrevLogTerm: tt.prevTerm, LeaderCommitIndex: tt.prev,
+				Term:      tt.term, PrevLogEntry: tt.prev, PrevLogTerm: tt.prevTerm, LeaderCommitIndex: tt.prev,
 			}
 			resp := make(chan raft.RPCResponse, 1)
 			follower.trans.out <- raft.RPC{Command: req, RespChan: resp}
