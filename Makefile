@@ -83,8 +83,16 @@ compat: compat-runner compat-zkformat
 	@$(COMPAT_RUNNER) -mode compat $(ARGS)
 
 # Apache ZooKeeper 3.8 (Debian's jar) loads a backup zkserverd wrote in
-# ZooKeeper's snapshot format (test/zkformat_test.go).
+# ZooKeeper's snapshot format (test/zkformat_test.go); the packages it
+# needs are installed first, so that the test runs rather than skips.
+ZKFORMAT_PACKAGES = zookeeper libslf4j-java
+
 compat-zkformat:
+	@missing=$$(for p in $(ZKFORMAT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
 	$(GO) test -count=1 -run '^TestZooKeeperLoadsBackup$$' ./test
 
 compat-diff: compat-runner
