@@ -18,14 +18,38 @@ type observer Server
 // Applying runs, before a write of a local connection is applied, that
 // connection's reads queued before the write and not run yet
 // (pipeline_early.go).
+// The connection it finds is kept for Applied of the same transaction
+// (s.applying), so the apply path looks it up once.
 func (o *observer) Applying(txn *txnlog.Txn) {
 	s := (*Server)(o)
-	if txn.Owner != s.serverID || txn.Tree.SessionID == 0 {
+	s.applying = applyingTxn{txn: txn}
+	if txn.Owner != s.serverID {
 		return
 	}
-	if c := s.sessionConn(txn.Tree.SessionID); c != nil {
+	c := s.sessionConn(txn.Tree.SessionID)
+	s.applying.conn = c
+	if c != nil && txn.Tree.SessionID != 0 {
 		c.pl.reads.runBefore(txn.RequestID, c.pl.out, c.execRead)
 	}
+}
+
+// applyingTxn is the transaction the FSM is applying and its local
+// connection (nil: none, or not this member's), set by Applying.
+type applyingTxn struct {
+	txn  *txnlog.Txn
+	conn *conn
+}
+
+// ownConn returns the local connection of the transaction being applied,
+// the one Applying found.
+func (s *Server) ownConn(txn *txnlog.Txn) *conn {
+	if s.applying.txn == txn {
+		return s.applying.conn
+	}
+	if txn.Owner != s.serverID {
+		return nil
+	}
+	return s.sessionConn(txn.Tree.SessionID)
 }
 
 // Applied delivers the transaction's watch events and keeps the expiry clock
@@ -35,10 +59,8 @@ func (o *observer) Applied(txn *txnlog.Txn, zxid int64, res *datatree.Result) {
 	if len(res.Events) > 0 {
 		s.watches.Trigger(toWatchEvents(res.Events), zxid)
 	}
-	if txn.Owner == s.serverID {
-		if c := s.sessionConn(txn.Tree.SessionID); c != nil {
-			c.pl.out.markApplied(txn.RequestID)
-		}
+	if c := s.ownConn(txn); c != nil {
+		c.pl.out.markApplied(txn.RequestID)
 	}
 	switch txn.Tree.Type {
 	case jute.OpCreateSession:

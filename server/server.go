@@ -55,6 +55,8 @@ type Server struct {
 	sasl    saslSetup // SASL login and enforced authentication (sasl.go)
 	watches *watch.Registry
 	stats   *serverStats
+	// applying is owned by the FSM goroutine (observer.go).
+	applying applyingTxn
 	// admission throttles readers (globalOutstandingLimit,
 	// largeRequestMaxBytes; admission.go).
 	admission *admission
