@@ -49,8 +49,24 @@ type commitHints struct {
 	logs  raft.LogStore
 	trans raft.Transport // encodes the leader's address
 
-	wanted atomic.Uint64 // the highest committed index heard of
+	// mu guards wanted: the highest committed entry heard of, by index
+	// and term.
+	mu     sync.Mutex
+	wanted entryID
 	wake   chan struct{} // capacity 1: a hint to look at
+	given  atomic.Int64  // hints handed to raft
+}
+
+// entryID names a log entry: its index and the term it was written in. By
+// raft's log matching, two logs that hold an entry of the same index and
+// term hold the same entries up to it.
+type entryID struct{ index, term uint64 }
+
+// want returns the wanted entry.
+func (h *commitHints) want() entryID {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.wanted
 }
 
 func newCommitHints(logs raft.LogStore, trans raft.Transport) *commitHints {
@@ -60,23 +76,22 @@ func newCommitHints(logs raft.LogStore, trans raft.Transport) *commitHints {
 // stored is told that the follower stored entries: a wanted hint whose
 // entry was missing may now be given.
 func (h *commitHints) stored() {
-	if r := h.raft.Load(); r != nil && h.wanted.Load() > r.AppliedIndex() {
+	if r := h.raft.Load(); r != nil && h.want().index > r.AppliedIndex() {
 		h.poke()
 	}
 }
 
-// committed records that the leader committed the entry at index; it
-// never blocks.
-func (h *commitHints) committed(index uint64) {
-	for {
-		cur := h.wanted.Load()
-		if index <= cur {
-			return
-		}
-		if h.wanted.CompareAndSwap(cur, index) {
-			break
-		}
+// committed records that the leader committed the entry at index, which
+// it holds with term; it never blocks. An entry of a term this member's
+// log does not hold at that index is never hinted (request).
+func (h *commitHints) committed(index, term uint64) {
+	h.mu.Lock()
+	if index <= h.wanted.index {
+		h.mu.Unlock()
+		return
 	}
+	h.wanted = entryID{index: index, term: term}
+	h.mu.Unlock()
 	h.poke()
 }
 
@@ -91,11 +106,12 @@ func (h *commitHints) poke() {
 
 // request builds the append that hands raft the wanted commit, or reports
 // false when there is none to hand: nothing wanted beyond what is
-// applied, the entry not stored, its term not the current one, or no
-// leader known.
+// applied, the entry not stored, or stored with another term than the
+// leader's, its term not the current one, or no leader known.
 func (h *commitHints) request() (raft.RPC, bool) {
 	r := h.raft.Load()
-	index := h.wanted.Load()
+	want := h.want()
+	index := want.index
 	if r == nil || index == 0 || index <= r.AppliedIndex() {
 		return raft.RPC{}, false
 	}
@@ -104,7 +120,7 @@ func (h *commitHints) request() (raft.RPC, bool) {
 		return raft.RPC{}, false
 	}
 	addr, id := r.LeaderWithID()
-	if entry.Term != r.CurrentTerm() || id == "" {
+	if entry.Term != want.term || entry.Term != r.CurrentTerm() || id == "" {
 		return raft.RPC{}, false
 	}
 	leader := h.trans.EncodePeer(id, addr)
@@ -115,6 +131,7 @@ func (h *commitHints) request() (raft.RPC, bool) {
 		PrevLogTerm:       entry.Term,
 		LeaderCommitIndex: index,
 	}
+	h.given.Add(1)
 	return raft.RPC{Command: req, RespChan: make(chan raft.RPCResponse, 1)}, true
 }
 
@@ -214,9 +231,9 @@ func (n *Node) startHints(logs raft.LogStore) {
 }
 
 // hintCommitted tells a follower's raft that the leader committed the
-// entry at index (commithint.go); a no-op without hints.
-func (n *Node) hintCommitted(index uint64) {
-	if n.hints != nil {
-		n.hints.committed(index)
+// entry e (commithint.go); a no-op without hints or when e is unknown.
+func (n *Node) hintCommitted(e entryID) {
+	if n.hints != nil && e.index > 0 {
+		n.hints.committed(e.index, e.term)
 	}
 }

@@ -15,6 +15,7 @@ type hintMember struct {
 	trans *hintTransport
 	hints *commitHints
 	logs  *raft.InmemStore
+	inner *raft.InmemTransport
 }
 
 // countFSM applies nothing; raft's AppliedIndex is what the tests read.
@@ -48,7 +49,7 @@ func hintCluster(t *testing.T) []*hintMember {
 	for i := range members {
 		cfg := raft.DefaultConfig()
 		cfg.LocalID = servers[i].ID
-		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
 		cfg.CommitTimeout = time.Hour
 		cfg.LogOutput = io.Discard
 		logs := raft.NewInmemStore()
@@ -64,7 +65,7 @@ func hintCluster(t *testing.T) []*hintMember {
 			t.Fatalf("raft %d: %v", i+1, err)
 		}
 		hints.raft.Store(r)
-		members[i] = &hintMember{raft: r, trans: trans, hints: hints, logs: logs}
+		members[i] = &hintMember{raft: r, trans: trans, hints: hints, logs: logs, inner: inner[i]}
 	}
 	t.Cleanup(func() {
 		for _, m := range members {
@@ -75,12 +76,19 @@ func hintCluster(t *testing.T) []*hintMember {
 	return members
 }
 
-// leaderAndFollower waits for a leader and returns it and a follower.
+// leaderAndFollower waits for a leader and returns it and a follower. It
+// cuts the leader off from the third member, so that the leader commits
+// only with that follower's acknowledgement: the follower then always
+// stores an entry before the leader commits it, and the append that
+// brought it cannot carry its commit.
 func leaderAndFollower(t *testing.T, members []*hintMember) (*hintMember, *hintMember) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		for i, m := range members {
 			if m.raft.State() == raft.Leader {
+				third := members[(i+2)%len(members)]
+				m.inner.Disconnect(third.inner.LocalAddr())
+				third.inner.Disconnect(m.inner.LocalAddr())
 				return m, members[(i+1)%len(members)]
 			}
 		}
@@ -130,7 +138,7 @@ func TestRaftTellsFollowersCommitsLateAndHintsTellThemAtOnce(t *testing.T) {
 	if waitApplied(follower, index, 500*time.Millisecond) {
 		t.Fatalf("the follower applied committed entry %d without a later entry or a hint: raft now tells followers commits at once, and commit hints may go", index)
 	}
-	follower.hints.committed(index)
+	follower.hints.committed(index, follower.raft.CurrentTerm())
 	if !waitApplied(follower, index, 5*time.Second) {
 		t.Fatalf("the follower did not apply entry %d within 5 s of its commit hint (applied %d)", index, follower.raft.AppliedIndex())
 	}
@@ -200,17 +208,36 @@ func TestHintsWaitForTheirEntry(t *testing.T) {
 	members := hintCluster(t)
 	leader, follower := leaderAndFollower(t, members)
 	index := commitOnLeader(t, leader, follower)
-	follower.hints.committed(index + 1) // not written yet
+	follower.hints.committed(index+1, follower.raft.CurrentTerm()) // not written yet
 	if _, ok := follower.hints.request(); ok {
 		t.Fatal("a hint was built for an entry the follower does not hold")
 	}
 	next := commitOnLeader(t, leader, follower)
-	follower.hints.committed(next) // the same entry, unless raft appended another in between
+	follower.hints.committed(next, follower.raft.CurrentTerm()) // the same entry, unless raft appended another in between
 	if waitApplied(follower, next, 300*time.Millisecond) {
 		t.Fatalf("the follower applied entry %d before its hint was given", next)
 	}
 	follower.hints.stored()
 	if !waitApplied(follower, next, 5*time.Second) {
 		t.Fatalf("the follower did not apply entry %d once it was stored (applied %d)", next, follower.raft.AppliedIndex())
+	}
+}
+
+// TestHintsNeedTheLeadersEntry: a hint names the committed entry by index
+// and term, and is given only when the follower holds that very entry.
+func TestHintsNeedTheLeadersEntry(t *testing.T) {
+	members := hintCluster(t)
+	leader, follower := leaderAndFollower(t, members)
+	index := commitOnLeader(t, leader, follower)
+	term := follower.raft.CurrentTerm()
+	follower.hints.committed(index, term+1)
+	if _, ok := follower.hints.request(); ok {
+		t.Fatal("a hint was built for an entry of another term than the follower holds at that index")
+	}
+	follower.hints.mu.Lock() // committed never lowers what is wanted
+	follower.hints.wanted = entryID{index: index, term: term}
+	follower.hints.mu.Unlock()
+	if _, ok := follower.hints.request(); !ok {
+		t.Fatal("no hint was built for the entry the follower holds with the leader's term")
 	}
 }

@@ -26,8 +26,8 @@ import (
 // per member keeps that member's writes in submission order.
 const (
 	// fwdPropose's body is int32 n, n × buffer (encoded txns); its
-	// response comes after the commit, with the index (int64) of the
-	// entry that holds the last of them.
+	// response comes after the commit, naming the entry that holds the
+	// last of them: int64 index, int64 term (commitpush.go).
 	fwdPropose byte = 1
 	fwdSync    byte = 2 // no body; response body: int64 index to apply (syncTarget)
 	fwdTouch   byte = 3 // body: int32 n, n × int64 session ids; response immediate
@@ -66,13 +66,14 @@ func (f *fwdFuture) Error() error {
 	return f.res.err
 }
 
-// index is the index of the leader's entry that holds the forwarded batch,
-// committed (its response body); 0 when unknown. Call after Error.
-func (f *fwdFuture) index() uint64 {
-	if f.res.err != nil || len(f.res.body) != 8 {
-		return 0
+// committed names the leader's entry that holds the forwarded batch,
+// committed (its response body); zero when unknown. Call after Error.
+func (f *fwdFuture) committed() entryID {
+	if f.res.err != nil {
+		return entryID{}
 	}
-	return binary.BigEndian.Uint64(f.res.body)
+	e, _ := decodeEntryID(f.res.body)
+	return e
 }
 
 // forwarder is a follower's connection to the leader. mu guards conn,
@@ -318,6 +319,18 @@ func (n *Node) handleForward(kind byte, seq int64, body []byte) fwdReply {
 		}
 		r.wait = n.handleReconfig(body)
 		return r
+	case fwdCommits:
+		if !n.IsLeader() {
+			r.status = fwdNotLeader
+			return r
+		}
+		if len(body) != 16 {
+			r.status = fwdFailed
+			return r
+		}
+		from := serverID(int64(binary.BigEndian.Uint64(body[8:])))
+		r.wait, r.position = n.nextCommit(binary.BigEndian.Uint64(body), from)
+		return r
 	case fwdPropose:
 		if !n.IsLeader() {
 			r.status = fwdNotLeader
@@ -347,7 +360,7 @@ func (n *Node) appliedBy(index, target uint64) <-chan error {
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ForwardTimeout)
 		defer cancel()
 		err := n.WaitApplied(ctx, index)
-		if err == nil {
+		if err == nil && !n.pushesCover() {
 			n.nudge.wantUnless(target, n.raft.LastIndex())
 		}
 		ch <- err

@@ -116,7 +116,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		}
 		f.applyControl(l.Index, c)
 		f.last = l.Index
-		f.applied.set(l.Index)
+		f.applied.set(l.Index, l.Term)
 		return nil
 	}
 	en, err := txnlog.Decode(l.Data)
@@ -173,7 +173,7 @@ func (f *fsm) applyEntry(l *raft.Log, en *txnlog.Entry) {
 		})
 	}
 	f.last = l.Index
-	f.applied.set(l.Index)
+	f.applied.set(l.Index, l.Term)
 }
 
 // moveSession makes t.Owner the owner of a session its client resumed on
@@ -309,22 +309,30 @@ func (w *waiters) trigger(id uint64, o Outcome) {
 type appliedIndex struct {
 	mu      sync.Mutex
 	index   uint64
+	term    uint64        // the term of the entry at index
 	wake    chan struct{} // closed and replaced on an advance after a get
 	watched bool          // wake was handed out by get since it was made
 }
 
 func newAppliedIndex() *appliedIndex { return &appliedIndex{wake: make(chan struct{})} }
 
-func (a *appliedIndex) set(i uint64) {
+func (a *appliedIndex) set(i, term uint64) {
 	a.mu.Lock()
 	if i > a.index {
-		a.index = i
+		a.index, a.term = i, term
 		if a.watched {
 			close(a.wake)
 			a.wake, a.watched = make(chan struct{}), false
 		}
 	}
 	a.mu.Unlock()
+}
+
+// last returns the applied index and the term of its entry.
+func (a *appliedIndex) last() (index, term uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.index, a.term
 }
 
 // get returns the applied index and a channel closed on the next advance.

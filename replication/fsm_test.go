@@ -84,16 +84,16 @@ func TestProposalsDecodeToThemselves(t *testing.T) {
 
 func TestAppliedIndexWakesWaitersOnAdvance(t *testing.T) {
 	a := newAppliedIndex()
-	a.set(1) // nobody waits: no new channel needed
+	a.set(1, 1) // nobody waits: no new channel needed
 	i, ch := a.get()
 	if i != 1 || closed(ch) {
 		t.Fatalf("get = %d, closed %v; want 1, open", i, closed(ch))
 	}
-	a.set(1)
+	a.set(1, 1)
 	if closed(ch) {
 		t.Fatal("woken without an advance")
 	}
-	a.set(2)
+	a.set(2, 1)
 	if !closed(ch) {
 		t.Fatal("not woken by an advance")
 	}

@@ -50,6 +50,7 @@ func (n *Node) watchHealth() {
 				n.health.observe(o, n.raft.State() == raft.Leader)
 				if _, ok := o.Data.(raft.LeaderObservation); ok {
 					n.fwd.leaderChanged()
+					n.push.kick()
 				}
 			}
 		}

@@ -54,10 +54,15 @@ type Node struct {
 	// server and a replaced transport.
 	hintTrans *hintTransport
 	hints     *commitHints
-	digests   digestLog   // recent digest records and the fence (digest.go)
-	ident     identity    // this member's ensemble id (identity.go)
-	foreign   foreignLog  // rate limit of the refused-peer ERROR (identity.go)
-	handoff   handoffGate // holds new entries back during a hand-off (transfer.go)
+	// push receives the leader's commits on a follower (commitpush.go);
+	// nil for a standalone member.
+	push *pushReceiver
+	// pushers are the members a leader pushes commits to (commitpush.go).
+	pushers pushers
+	digests digestLog   // recent digest records and the fence (digest.go)
+	ident   identity    // this member's ensemble id (identity.go)
+	foreign foreignLog  // rate limit of the refused-peer ERROR (identity.go)
+	handoff handoffGate // holds new entries back during a hand-off (transfer.go)
 
 	// fwdMu guards the forwarding listener and the member connections it
 	// accepted, closed together by Close.
@@ -144,9 +149,16 @@ func open(cfg Config, s seams) (*Node, error) {
 		go n.discover()
 	}
 	if n.clustered() {
+		if !s.noCommitPush {
+			n.push = &pushReceiver{n: n}
+		}
 		n.watchHealth()
 		n.wg.Add(1)
 		go func() { defer n.wg.Done(); n.nudge.run(n.raft, n.cfg.ForwardTimeout, n.stop) }()
+		if n.push != nil {
+			n.wg.Add(1)
+			go n.receiveCommitPushes(n.push)
+		}
 	}
 	if cfg.SnapshotThreshold > 0 {
 		n.wg.Add(1)

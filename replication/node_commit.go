@@ -5,7 +5,6 @@ package replication
 // collector that sees each entry through.
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"time"
@@ -143,7 +142,7 @@ func (n *Node) enqueueForwarded(txns [][]byte) (<-chan error, func() []byte) {
 	position := func() []byte {
 		mu.Lock()
 		defer mu.Unlock()
-		return binary.BigEndian.AppendUint64(nil, last)
+		return n.entryAt(last).encode(nil)
 	}
 	return ch, position
 }
@@ -170,9 +169,9 @@ func (n *Node) collectLoop() {
 			index = f.Index()
 			committed, forwarded = true, forwarded || e.forwarded
 		} else if f, ok := e.future.(*fwdFuture); ok {
-			n.hintCommitted(f.index()) // a follower: the leader committed the batch
+			n.hintCommitted(f.committed()) // a follower: the leader committed the batch
 		}
-		if idle := n.queue.done(); idle && committed && n.clustered() {
+		if idle := n.queue.done(); idle && committed && n.clustered() && !n.pushesCover() {
 			n.nudge.want(n.raft.LastIndex(), forwarded && n.hintTrans == nil)
 			committed, forwarded = false, false
 		}

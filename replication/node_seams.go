@@ -29,4 +29,7 @@ type seams struct {
 	// walFS is the file system raft-wal's segments go through (nil: the
 	// operating system's); the member's fsync and fault handling wraps it.
 	walFS types.VFS
+	// noCommitPush keeps a follower from asking its leader for commit
+	// pushes, as a member of an older build does (commitpush.go).
+	noCommitPush bool
 }

@@ -70,9 +70,10 @@ func (n *Node) Sync(ctx context.Context) error {
 	if len(res.body) != 8 {
 		return errors.New("replication: malformed sync response")
 	}
-	// The leader answers once it has applied the target: it is committed.
+	// The leader answers once it has applied the target: it is committed,
+	// and its commit reaches this member with the leader's next commit
+	// push (commitpush.go).
 	target := binary.BigEndian.Uint64(res.body)
-	n.hintCommitted(target)
 	return n.WaitApplied(ctx, target)
 }
 

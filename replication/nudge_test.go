@@ -119,13 +119,15 @@ func TestBarrierCarriesCommitToFollowers(t *testing.T) {
 	}
 }
 
-// TestIdleLeaderNudgesFollowers: after the last write of a burst, written
+// TestIdleLeaderNudgesFollowers: with followers that do not ask for
+// commit pushes (older builds), after the last write of a burst, written
 // on the leader or through a follower, the leader appends one barrier
 // behind it; a follower's sync once that barrier committed appends nothing
 // more (the followers know the commit), and the sync still waits for the
 // write.
 func TestIdleLeaderNudgesFollowers(t *testing.T) {
-	c := newTestCluster(t, 3)
+	c := &testCluster{t: t, cfgHook: func(_ *Config, s *seams) { s.noCommitPush = true }}
+	c.startMembers(3, false)
 	lead := c.leader()
 	follower := (lead + 1) % 3
 	tests := []struct {

@@ -112,3 +112,16 @@ func bindAddr(addr string, listenAll bool) (string, error) {
 	}
 	return net.JoinHostPort(host, port), nil
 }
+
+// others returns the ids of the members known other than self.
+func (ps *peerSet) others(self raft.ServerID) []raft.ServerID {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	ids := make([]raft.ServerID, 0, len(ps.byID))
+	for id := range ps.byID {
+		if id != self {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}

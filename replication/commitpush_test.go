@@ -1,0 +1,62 @@
+package replication
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/zkserverd/zkserverd/internal/testutil"
+	"github.com/zkserverd/zkserverd/jute"
+)
+
+// TestLeaderPushesCommitsToFollowers: followers ask the leader for its
+// commits; once every follower asks, a write on the leader reaches their
+// trees through the push (a hint given) and the leader appends no barrier
+// for it.
+func TestLeaderPushesCommitsToFollowers(t *testing.T) {
+	c := newTestCluster(t, 3)
+	lead := c.leader()
+	ln := c.nodes[lead]
+	testutil.Eventually(t, 10*time.Second, "every follower asks the leader for commits", ln.pushesCover)
+	for i := 0; i < 20; i++ {
+		path := fmt.Sprintf("/pushed%d", i)
+		if o := await(t, ln.Submit(createTxn(path))); o.Err != nil || o.Result.Err != jute.OK {
+			t.Fatalf("write %s: %+v", path, o)
+		}
+		for m, n := range c.nodes {
+			testutil.Eventually(t, 5*time.Second, fmt.Sprintf("member %d applies %s", m+1, path), func() bool {
+				_, _, code := n.Tree().GetData(path, nil, nil)
+				return code == jute.OK
+			})
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // a nudge would have appended its barrier by now
+	if b, cmd := lastOfType(t, ln, raft.LogBarrier), lastOfType(t, ln, raft.LogCommand); b > cmd {
+		t.Fatalf("the leader appended a barrier (%d) after its last write (%d) although every follower takes pushes", b, cmd)
+	}
+	for m, n := range c.nodes {
+		if m != lead && n.hints.given.Load() == 0 {
+			t.Fatalf("member %d applied 20 writes of the leader without one pushed commit hint", m+1)
+		}
+	}
+}
+
+// TestEntryIDWire pins the commit's wire form and refuses other lengths,
+// such as an older leader's bare index.
+func TestEntryIDWire(t *testing.T) {
+	e := entryID{index: 1<<40 + 7, term: 3}
+	b := e.encode(nil)
+	if len(b) != 16 {
+		t.Fatalf("encoded %d bytes, want 16", len(b))
+	}
+	if got, ok := decodeEntryID(b); !ok || got != e {
+		t.Fatalf("decoded %+v %v, want %+v", got, ok, e)
+	}
+	for _, n := range []int{0, 8, 15, 17} {
+		if _, ok := decodeEntryID(make([]byte, n)); ok {
+			t.Fatalf("a %d-byte body decoded", n)
+		}
+	}
+}
