@@ -31,6 +31,12 @@ func newPicker(first, count int) *Picker {
 
 // The bands, one per test package that picks ports.
 
+// ForZab is the zab package's band, 10000-10999.
+func ForZab() *Picker { return newPicker(10000, 1000) }
+
+// ForZkproc is internal/zkproc's band, 11000-11999.
+func ForZkproc() *Picker { return newPicker(11000, 1000) }
+
 // ForCompat is the compat runner's band, 12000-14999.
 func ForCompat() *Picker { return newPicker(12000, 3000) }
 
