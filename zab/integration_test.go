@@ -14,7 +14,6 @@ import (
 	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/internal/zkproc"
 	"github.com/zkserverd/zkserverd/jute"
-	"github.com/zkserverd/zkserverd/test/ports"
 )
 
 // The integration test's sids: voters 1, 3 and 5, and two zab observers,
@@ -130,7 +129,7 @@ func TestObserverAgainstZooKeeper(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ens, err := zkproc.Launch(ctx, zkproc.Spec{Dir: t.TempDir(), Voters: []int64{1, 3, 5},
-		Outside: []int64{obsB, obsA}, Ports: ports.ForZab()})
+		Outside: []int64{obsB, obsA}, Ports: pickerAdapter{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,3 +327,8 @@ func tail(s string, n int) string {
 	}
 	return s[len(s)-n:]
 }
+
+// pickerAdapter lends the package's picker to zkproc.
+type pickerAdapter struct{ t *testing.T }
+
+func (p pickerAdapter) Pick() (int, error) { return picker.Pick() }

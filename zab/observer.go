@@ -92,6 +92,8 @@ type Observer struct {
 	stop context.CancelFunc
 	done chan struct{}
 
+	closeOnce sync.Once
+
 	mu      sync.Mutex
 	link    *link // the synced leader connection, nil when there is none
 	touches map[int64]int32
@@ -166,8 +168,14 @@ func Start(cfg Config) (*Observer, error) {
 }
 
 // Close stops the observer: the election listener, the leader
-// connection, and the run goroutine, and waits for them.
+// connection, and the run goroutine, and waits for them. Later calls do
+// nothing.
 func (o *Observer) Close() error {
+	o.closeOnce.Do(o.close)
+	return nil
+}
+
+func (o *Observer) close() {
 	o.stop()
 	o.mu.Lock()
 	if o.link != nil {
@@ -176,7 +184,6 @@ func (o *Observer) Close() error {
 	o.mu.Unlock()
 	<-o.done
 	o.el.close()
-	return nil
 }
 
 // Done is closed when the observer has stopped, by Close or by a fatal
