@@ -22,6 +22,7 @@ import (
 const (
 	obsA = 4
 	obsB = 2
+	obsC = 6 // presents a zxid past the leader's: TRUNC
 )
 
 // servers turns the ensemble's lines into Config.Servers.
@@ -129,7 +130,7 @@ func TestObserverAgainstZooKeeper(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ens, err := zkproc.Launch(ctx, zkproc.Spec{Dir: t.TempDir(), Voters: []int64{1, 3, 5},
-		Outside: []int64{obsB, obsA}, Ports: pickerAdapter{t}})
+		Outside: []int64{obsB, obsA, obsC}, Ports: pickerAdapter{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +193,19 @@ func TestObserverAgainstZooKeeper(t *testing.T) {
 			t.Errorf("write 0x%x after the SNAP did not reach observer B as an INFORM", z)
 		}
 	}
+
+	// An observer ahead of the leader in its epoch is told to truncate.
+	recC := newRecorder()
+	recC.present = w.zxids[len(w.zxids)-1] + 5
+	oc := startObserver(t, ens, obsC, recC)
+	waitUpToDate(t, oc)
+	if st := oc.Stats(); st.Truncs != 1 || recC.lastZxid() > w.zxids[len(w.zxids)-1] {
+		t.Errorf("observer ahead: stats %+v, at 0x%x after the TRUNC; the last write is 0x%x", st, recC.lastZxid(), w.zxids[len(w.zxids)-1])
+	}
+	mark = len(w.zxids)
+	w.create("/zab/trunc")
+	w.waitTxns(recC, mark, "observer C")
+	oc.Close()
 
 	// Client work forwarded through observer A.
 	session := int64(obsA)<<56 | time.Now().UnixNano()&0xffffffffff
