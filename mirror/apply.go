@@ -123,7 +123,7 @@ func request(op zkimport.TxnOp) (jute.Record, error) {
 	case jute.OpSetACL:
 		return &jute.SetACLRequest{Path: op.Path, ACL: op.ACL, Version: op.Version - 1}, nil
 	case jute.OpCheck:
-		return &jute.CheckVersionRequest{Path: op.Path, Version: op.Version}, nil
+		return &jute.CheckVersionRequest{Path: op.Path, Version: op.Version - 1}, nil
 	}
 	return nil, fmt.Errorf("%w: %s", errUnsupported, op.Type)
 }
@@ -206,9 +206,11 @@ func checkResult(typ jute.OpCode, ops []zkimport.TxnOp, res *datatree.Result) er
 		return fmt.Errorf("multi of %d: the tree answers %T", len(ops), res.Response)
 	}
 	for i, r := range mr.Results {
-		if r.Type == jute.OpError {
+		if r.Type == jute.OpError && r.Err != jute.OK {
 			return fmt.Errorf("multi element %d (%s %s): the tree answers %s", i, ops[i].Type, ops[i].Path, r.Err)
 		}
+	}
+	for i, r := range mr.Results {
 		if err := checkCreated(ops[i], r.Response); err != nil {
 			return fmt.Errorf("multi element %d: %w", i, err)
 		}

@@ -30,8 +30,8 @@
 //     ephemeralOwner the header's session for an ephemeral.
 //   - setData and setACL carry the new (a)version: the request expects
 //     the version before it, so the tree refuses it if its node differs.
-//   - delete, deleteContainer (container and TTL reaping) and check must
-//     succeed.
+//   - delete and deleteContainer (container and TTL reaping) must
+//     succeed; check (it carries the node's version + 1) must too.
 //   - multi: the elements as one datatree multi, every element checked; a
 //     failed multi (an ErrorTxn element) changes nothing, and its result
 //     has ZooKeeper's per-element codes.
@@ -73,12 +73,19 @@
 // after its Apply has already been reported to Applied: the server must
 // stop serving once Err is set.
 //
-// # Limits
+// # The sync phase
 //
-// The mirror applies transactions strictly. A SNAP that a ZooKeeper
-// leader serializes while it applies writes is fuzzy (it may already hold
-// some of the transactions that follow it); ZooKeeper replays those
-// idempotently, the mirror reports the first one it cannot apply as a
-// divergence (Snapshot logs a warning when a node's zxid is past the
-// snapshot's). Truncate only accepts the zxid the State is at.
+// A ZooKeeper leader serializes a SNAP while it goes on applying writes,
+// so the snapshot may already hold some of the transactions that follow
+// it. From a Snapshot until UpToDate the mirror therefore applies
+// transactions as ZooKeeper's own restore does, skipping what the snapshot
+// already holds, and UpToDate makes the result the tree, checked against
+// the last transaction's digest (catchup.go). The checked apply above, and
+// the Applied callback, run for the transactions after UpToDate. The
+// protocol must call UpToDate once it has handed over every transaction
+// the leader sent before UPTODATE. After a DIFF (no Snapshot) every
+// transaction is checked.
+//
+// Truncate only accepts the zxid the State is at: the mirror keeps no
+// history to go back to.
 package mirror

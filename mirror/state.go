@@ -65,9 +65,15 @@ type State struct {
 	auth *applyAuth
 	cfg  datatree.Config
 
-	// dig is the ZooKeeper digest of the tree; it is owned by the
-	// updating goroutine (Snapshot, Txn).
-	dig *digester
+	// Owned by the updating goroutine (Snapshot, Txn, UpToDate): dig is
+	// the ZooKeeper digest of the tree; catchup, when not nil, holds the
+	// state since the last Snapshot while the sync phase lasts (see
+	// catchup.go), with caught the number of transactions it applied and
+	// lastDigest the digest the last one carried.
+	dig        *digester
+	catchup    *zkimport.Replay
+	caught     int
+	lastDigest *zkimport.TxnDigest
 
 	// mu guards the fields below. It is never held while a
 	// transaction is applied.
@@ -139,8 +145,16 @@ func (s *State) Synced() bool {
 // updating goroutine may call it.
 func (s *State) Digest() int64 { return s.dig.value }
 
-// UpToDate records that the sync phase is over.
+// UpToDate records that the sync phase is over. The transactions applied
+// since the last Snapshot become the tree (catchup.go); if that fails, the
+// State is broken.
 func (s *State) UpToDate() {
+	if s.Err() == nil && s.catchup != nil {
+		if err := s.finishCatchUp(); err != nil {
+			s.fail(s.LastZxid(), err)
+			return
+		}
+	}
 	s.mu.Lock()
 	s.synced = true
 	zxid := s.lastZxid
@@ -174,21 +188,19 @@ func (s *State) Snapshot(zxid int64, r *bufio.Reader) error {
 	if err != nil {
 		return s.fail(zxid, fmt.Errorf("mirror: load snapshot %s: %w", zxidString(zxid), err))
 	}
-	sessions := session.NewTable()
-	for id, timeout := range img.Sessions {
-		sessions.Add(id, timeout)
-	}
+	sessions := sessionTable(img)
 	dig := newDigester(tree, s.auth.token)
+	newest := newestZxid(img)
 	s.mu.Lock()
 	s.tree, s.sessions, s.lastZxid, s.err, s.synced = tree, sessions, zxid, nil, false
 	s.mu.Unlock()
 	s.dig = dig
-	newest := newestZxid(img)
+	img.LastZxid = zxid
+	s.catchup, s.caught, s.lastDigest = zkimport.NewReplay(img), 0, nil
 	s.log.Info("mirror loaded a snapshot", "zxid", zxidString(zxid), "nodes", len(img.Nodes),
 		"sessions", len(img.Sessions), "digest", fmt.Sprintf("%#x", dig.value))
 	if uint64(newest) > uint64(zxid) {
-		s.log.Warn("the snapshot is fuzzy: it holds changes after its zxid, which the mirror may not be able to replay",
-			"zxid", zxidString(zxid), "newest", zxidString(newest))
+		s.log.Info("the snapshot is fuzzy: it holds changes after its zxid", "zxid", zxidString(zxid), "newest", zxidString(newest))
 	}
 	return nil
 }
@@ -206,6 +218,15 @@ func (s *State) load(img *zkimport.Image) (*datatree.Tree, error) {
 		}
 	}
 	return l.Finish()
+}
+
+// sessionTable returns a table of img's sessions.
+func sessionTable(img *zkimport.Image) *session.Table {
+	t := session.NewTable()
+	for id, timeout := range img.Sessions {
+		t.Add(id, timeout)
+	}
+	return t
 }
 
 // newestZxid returns the highest zxid any node's stat records.
@@ -226,6 +247,9 @@ func (s *State) Txn(zxid int64, data []byte) error {
 	}
 	if err := checkNext(last, zxid); err != nil {
 		return s.fail(zxid, err)
+	}
+	if s.catchup != nil {
+		return s.catchUp(zxid, data)
 	}
 	t, err := zkimport.DecodeTxn(data)
 	if err != nil {

@@ -73,3 +73,40 @@ func (d *db) image() *Image {
 	slices.SortFunc(nodes, func(a, b *Node) int { return strings.Compare(a.Path, b.Path) })
 	return &Image{Nodes: nodes, Sessions: d.sessions, LastZxid: d.lastZxid}
 }
+
+// Replay applies logged transactions to an Image as ZooKeeper's DataTree
+// does when it restores, tolerating what a fuzzy snapshot (one serialized
+// while transactions were applied) already holds: a create of a node that
+// exists is skipped (its parent's cversion and pzxid only move forward), a
+// delete of a missing node too, and setData and setACL set the versions
+// the transactions carry. It is used by one goroutine.
+type Replay struct{ d *db }
+
+// NewReplay returns a Replay starting from img, which it takes over: the
+// caller must not use img afterwards.
+func NewReplay(img *Image) *Replay {
+	d := newDB()
+	for _, n := range img.Nodes {
+		d.put(n)
+	}
+	for id, timeout := range img.Sessions {
+		d.sessions[id] = timeout
+	}
+	d.lastZxid = img.LastZxid
+	return &Replay{d: d}
+}
+
+// Apply decodes one transaction entry and applies it.
+func (r *Replay) Apply(entry []byte) (*Txn, error) {
+	t, err := DecodeTxn(entry)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.d.apply(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Image returns the current state. The Replay must not be used afterwards.
+func (r *Replay) Image() *Image { return r.d.image() }

@@ -15,6 +15,12 @@ func (d *db) applyTxn(body []byte) (TxnHeader, error) {
 	if err != nil {
 		return TxnHeader{}, err
 	}
+	return t.Header, d.apply(t)
+}
+
+// apply applies one decoded transaction.
+func (d *db) apply(t *Txn) error {
+	var err error
 	h := t.Header
 	switch h.Type {
 	case jute.OpCreateSession:
@@ -27,10 +33,10 @@ func (d *db) applyTxn(body []byte) (TxnHeader, error) {
 		err = d.applyOp(h, t.Op)
 	}
 	if err != nil {
-		return h, fmt.Errorf("zxid %#x type %d: %w", h.Zxid, h.Type, err)
+		return fmt.Errorf("zxid %#x type %d: %w", h.Zxid, h.Type, err)
 	}
 	d.lastZxid = max(d.lastZxid, h.Zxid)
-	return h, nil
+	return nil
 }
 
 // applyMulti applies a MultiTxn: when any element is an error txn the

@@ -31,7 +31,7 @@ type TxnHeader struct {
 //	delete, deleteContainer  DeleteTxn: Path
 //	setData, reconfig SetDataTxn: Path, Data, Version (the new version)
 //	setACL            SetACLTxn: Path, ACL, Version (the new aversion)
-//	check             CheckVersionTxn: Path, Version (the expected one)
+//	check             CheckVersionTxn: Path, Version (the node's version + 1)
 //	error             ErrorTxn: Err
 //	createSession     CreateSessionTxn: Timeout
 //	closeSession      CloseSessionTxn (3.6+): Paths; nil when not logged
