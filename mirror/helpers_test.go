@@ -2,8 +2,11 @@ package mirror
 
 import (
 	"bufio"
+	"io"
 	"log/slog"
 	"testing"
+
+	"github.com/zkserverd/zkserverd/internal/zkimport"
 )
 
 // handler is package zab's Handler, which State must satisfy without
@@ -30,4 +33,21 @@ func (w testWriter) Write(p []byte) (int, error) {
 // testLogger is a logger that writes through t.Log.
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// beUint64 decodes a big-endian uint64.
+func beUint64(b []byte) uint64 {
+	var v uint64
+	for _, c := range b[:8] {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+// readEntries calls fn with each entry of a log stream.
+func readEntries(r io.Reader, fn func([]byte)) error {
+	return zkimport.ReadLogEntries(r, "log", func(e []byte) error {
+		fn(e)
+		return nil
+	})
 }
