@@ -31,6 +31,12 @@ func newPicker(first, count int) *Picker {
 
 // The bands, one per test package that picks ports.
 
+// ForCmd is cmd/zkserverd's band, 8000-8999.
+func ForCmd() *Picker { return newPicker(8000, 1000) }
+
+// ForMirror is the mirror package's band, 9000-9999.
+func ForMirror() *Picker { return newPicker(9000, 1000) }
+
 // ForZab is the zab package's band, 10000-10999.
 func ForZab() *Picker { return newPicker(10000, 1000) }
 
@@ -54,6 +60,7 @@ func ForReplication() *Picker { return newPicker(20000, 6000) }
 
 // ForIntegration is the test package's band, 26000-31999.
 func ForIntegration() *Picker { return newPicker(26000, 6000) }
+
 
 // Free returns a port of p's band that is free on 127.0.0.1 now and was
 // not handed out before. A test that needs several ports for one setup
