@@ -61,7 +61,6 @@ func ForReplication() *Picker { return newPicker(20000, 6000) }
 // ForIntegration is the test package's band, 26000-31999.
 func ForIntegration() *Picker { return newPicker(26000, 6000) }
 
-
 // Free returns a port of p's band that is free on 127.0.0.1 now and was
 // not handed out before. A test that needs several ports for one setup
 // picks them all before binding any.
