@@ -23,7 +23,7 @@ import (
 )
 
 // liveNode is one znode as a client read it from a running ZooKeeper
-// (testdata/*/live.json).
+// (testdata/zk38/live.json).
 type liveNode struct {
 	Path string   `json:"path"`
 	Data *string  `json:"data"` // base64; null for a null buffer
