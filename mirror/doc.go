@@ -51,8 +51,8 @@
 // /zookeeper/ left out), kept up to date from the nodes each transaction
 // touches.
 //
-// Zxids must follow each other: the next counter of the same epoch, or
-// the first of a later one. Any failure — a gap, a repeat, an entry that
+// After UpToDate, zxids must follow each other: the next counter of the
+// same epoch, or the first of a later one. Any failure — a gap, a repeat, an entry that
 // does not decode, a transaction the tree does not apply as ZooKeeper did,
 // a digest mismatch — is a divergence: Txn returns an error, logs it, and
 // the State is broken (Err) until the next Snapshot replaces it.
@@ -77,9 +77,12 @@
 //
 // A ZooKeeper leader serializes a SNAP while it goes on applying writes,
 // so the snapshot may already hold some of the transactions that follow
-// it. From a Snapshot until UpToDate the mirror therefore applies
-// transactions as ZooKeeper's own restore does, skipping what the snapshot
-// already holds, and UpToDate makes the result the tree, checked against
+// it, and it resends from where its tree was when the sync began, which
+// may be before the snapshot's zxid. From a Snapshot until UpToDate the
+// mirror therefore applies transactions as ZooKeeper's own restore does,
+// skipping what the snapshot already holds (transactions at or below the
+// snapshot's zxid are accepted, in increasing order; those after it must
+// follow without a gap), and UpToDate makes the result the tree, checked against
 // the last transaction's digest (catchup.go). The checked apply above, and
 // the Applied callback, run for the transactions after UpToDate. The
 // protocol must call UpToDate once it has handed over every transaction
