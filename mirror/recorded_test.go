@@ -54,22 +54,31 @@ func TestRecordedFromEverySnapshot(t *testing.T) {
 	} {
 		snap := tc.snap
 		t.Run(fmt.Sprintf("%s-%d+%d", filepath.Base(snap), tc.resent, tc.after), func(t *testing.T) {
-			var applied []Applied
-			st := New(Options{Logger: testLogger(t), Applied: func(a Applied) { applied = append(applied, a) }})
-			zxid := loadSnapshotFile(t, st, snap)
-			if st.LastZxid() != zxid {
-				t.Fatalf("LastZxid %#x after a snapshot at %#x", st.LastZxid(), zxid)
-			}
-			syncAt := int64(0)
-			if tc.after > 0 {
-				syncAt = zxid + tc.after
-			}
-			replayLogs(t, st, dir, &applied, zxid-tc.resent, syncAt)
-			st.UpToDate()
-			if err := st.Err(); err != nil || !st.Synced() {
-				t.Fatalf("after UpToDate: err %v, synced %v", err, st.Synced())
-			}
-			compareLive(t, st, live)
+			syncFrom(t, dir, snap, tc.resent, tc.after, live)
 		})
 	}
+}
+
+// syncFrom runs a sync phase from the snapshot file snap of dir: the
+// snapshot, the logged transactions from resent before its zxid, UpToDate
+// after the transaction after more past it (0: after the last one), the
+// rest; the mirror must then equal the live read.
+func syncFrom(t *testing.T, dir, snap string, resent, after int64, live []liveNode) {
+	t.Helper()
+	var applied []Applied
+	st := New(Options{Logger: testLogger(t), Applied: func(a Applied) { applied = append(applied, a) }})
+	zxid := loadSnapshotFile(t, st, snap)
+	if st.LastZxid() != zxid {
+		t.Fatalf("LastZxid %#x after a snapshot at %#x", st.LastZxid(), zxid)
+	}
+	syncAt := int64(0)
+	if after > 0 {
+		syncAt = zxid + after
+	}
+	replayLogs(t, st, dir, &applied, max(zxid-resent, 0), syncAt)
+	st.UpToDate()
+	if err := st.Err(); err != nil || !st.Synced() {
+		t.Fatalf("after UpToDate: err %v, synced %v", err, st.Synced())
+	}
+	compareLive(t, st, live)
 }
