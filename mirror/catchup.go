@@ -18,8 +18,21 @@ import (
 // and the Applied callback start with the transactions after UpToDate: a
 // server serves no client during the sync phase anyway.
 
-// catchUp applies one transaction of the sync phase to the model.
-func (s *State) catchUp(zxid int64, data []byte) error {
+// catchUp applies one transaction of the sync phase to the model. A
+// leader starts sending the transactions after the zxid its tree was at
+// when the sync began, which may be before the zxid of the snapshot it
+// then serializes: a transaction at or below last (the snapshot's zxid, or
+// the last one caught up) is replayed too, as ZooKeeper's learner does,
+// but each must come after the one before it.
+func (s *State) catchUp(last, zxid int64, data []byte) error {
+	if s.caught > 0 && uint64(zxid) <= uint64(s.lastFed) {
+		return s.fail(zxid, fmt.Errorf("%w: zxid %s after %s", ErrDiverged, zxidString(zxid), zxidString(s.lastFed)))
+	}
+	if uint64(zxid) > uint64(last) {
+		if err := checkNext(last, zxid); err != nil {
+			return s.fail(zxid, err)
+		}
+	}
 	t, err := s.catchup.Apply(data)
 	if err != nil {
 		return s.fail(zxid, fmt.Errorf("%w: %w", ErrDiverged, err))
@@ -28,9 +41,11 @@ func (s *State) catchUp(zxid int64, data []byte) error {
 		return s.fail(zxid, fmt.Errorf("%w: the entry's header has zxid %s", ErrDiverged, zxidString(t.Header.Zxid)))
 	}
 	s.caught++
-	s.lastDigest = t.Digest
+	s.lastFed, s.lastDigest = zxid, t.Digest
 	s.mu.Lock()
-	s.lastZxid = zxid
+	if uint64(zxid) > uint64(s.lastZxid) {
+		s.lastZxid = zxid
+	}
 	s.mu.Unlock()
 	return nil
 }
@@ -40,6 +55,11 @@ func (s *State) catchUp(zxid int64, data []byte) error {
 func (s *State) finishCatchUp() error {
 	r, caught, want := s.catchup, s.caught, s.lastDigest
 	s.catchup, s.caught, s.lastDigest = nil, 0, nil
+	if uint64(s.lastFed) <= uint64(s.snapZxid) {
+		// The last transaction was one the snapshot held already: its
+		// digest is of an older tree.
+		want = nil
+	}
 	if caught == 0 {
 		return nil
 	}

@@ -51,11 +51,15 @@
 // /zookeeper/ left out), kept up to date from the nodes each transaction
 // touches.
 //
-// Zxids must follow each other: the next counter of the same epoch, or
-// the first of a later one. Any failure — a gap, a repeat, an entry that
-// does not decode, a transaction the tree does not apply as ZooKeeper did,
-// a digest mismatch — is a divergence: Txn returns an error, logs it, and
-// the State is broken (Err) until the next Snapshot replaces it.
+// Outside the sync phase (below), zxids must follow each other: the next
+// counter of the same epoch, or the first of a later one. Any failure — a
+// gap, a repeat, an entry that does not decode, a transaction the tree
+// does not apply as ZooKeeper did, a digest mismatch — is a divergence:
+// Txn returns an error, logs it, and the State is broken (Err) until the
+// next Snapshot replaces it.
+//
+// The session table holds ids and timeouts; its owner column (the
+// zkserverd member a session's connection uses) is the server's to set.
 //
 // # Concurrency
 //
@@ -77,14 +81,17 @@
 //
 // A ZooKeeper leader serializes a SNAP while it goes on applying writes,
 // so the snapshot may already hold some of the transactions that follow
-// it. From a Snapshot until UpToDate the mirror therefore applies
-// transactions as ZooKeeper's own restore does, skipping what the snapshot
-// already holds, and UpToDate makes the result the tree, checked against
-// the last transaction's digest (catchup.go). The checked apply above, and
-// the Applied callback, run for the transactions after UpToDate. The
-// protocol must call UpToDate once it has handed over every transaction
-// the leader sent before UPTODATE. After a DIFF (no Snapshot) every
-// transaction is checked.
+// it; and it resends from where its tree was when the sync began, which
+// may be before the snapshot's zxid. From a Snapshot until UpToDate the
+// mirror therefore applies transactions as ZooKeeper's own restore does,
+// skipping what the snapshot already holds (transactions at or below the
+// snapshot's zxid are accepted, in increasing order; those after it must
+// follow it without a gap). UpToDate makes the result the tree, checked
+// against the last transaction's digest (catchup.go). The checked apply
+// above, and the Applied callback, run for the transactions after
+// UpToDate. The protocol must call UpToDate once it has handed over every
+// transaction the leader sent before UPTODATE. After a DIFF (no Snapshot)
+// every transaction is checked.
 //
 // Truncate only accepts the zxid the State is at: the mirror keeps no
 // history to go back to.

@@ -73,6 +73,8 @@ type State struct {
 	dig        *digester
 	catchup    *zkimport.Replay
 	caught     int
+	lastFed    int64 // the zxid of the last transaction caught up
+	snapZxid   int64 // the zxid of the last Snapshot
 	lastDigest *zkimport.TxnDigest
 
 	// mu guards the fields below. It is never held while a
@@ -196,7 +198,7 @@ func (s *State) Snapshot(zxid int64, r *bufio.Reader) error {
 	s.mu.Unlock()
 	s.dig = dig
 	img.LastZxid = zxid
-	s.catchup, s.caught, s.lastDigest = zkimport.NewReplay(img), 0, nil
+	s.catchup, s.caught, s.lastDigest, s.snapZxid = zkimport.NewReplay(img), 0, nil, zxid
 	s.log.Info("mirror loaded a snapshot", "zxid", zxidString(zxid), "nodes", len(img.Nodes),
 		"sessions", len(img.Sessions), "digest", fmt.Sprintf("%#x", dig.value))
 	if uint64(newest) > uint64(zxid) {
@@ -245,11 +247,11 @@ func (s *State) Txn(zxid int64, data []byte) error {
 	if err != nil {
 		return err
 	}
+	if s.catchup != nil {
+		return s.catchUp(last, zxid, data)
+	}
 	if err := checkNext(last, zxid); err != nil {
 		return s.fail(zxid, err)
-	}
-	if s.catchup != nil {
-		return s.catchUp(zxid, data)
 	}
 	t, err := zkimport.DecodeTxn(data)
 	if err != nil {

@@ -224,3 +224,43 @@ func TestConcurrentReads(t *testing.T) {
 		t.Fatalf("%d children", len(n))
 	}
 }
+
+// TestSyncPhaseOrder: in the sync phase transactions the snapshot already
+// holds may be resent, but each must come after the one before it, and
+// those after the snapshot must follow it without a gap.
+func TestSyncPhaseOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		zxids   []int64
+		wantErr bool
+	}{
+		{"resent then new", []int64{0x3d, 0x3e, 0x3f, 0x40, 0x41}, false},
+		{"new only", []int64{0x40, 0x41}, false},
+		{"backwards", []int64{0x3e, 0x3d}, true},
+		{"repeat", []int64{0x40, 0x40}, true},
+		{"gap after the snapshot", []int64{0x3e, 0x41}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := New(Options{Logger: testLogger(t)})
+			if err := st.Snapshot(0x3f, bufio.NewReader(bytes.NewReader(recordedSnapshot(t, "snapshot.3f")))); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			for _, z := range tc.zxids {
+				if err = st.Txn(z, recordedEntry(t, z)); err != nil {
+					break
+				}
+			}
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v, want error %v", err, tc.wantErr)
+			}
+			st.UpToDate()
+			if (st.Err() != nil) != tc.wantErr {
+				t.Fatalf("state err %v", st.Err())
+			}
+			if !tc.wantErr && st.LastZxid() != tc.zxids[len(tc.zxids)-1] {
+				t.Fatalf("last zxid %#x", st.LastZxid())
+			}
+		})
+	}
+}

@@ -211,7 +211,8 @@ func must[T any](t *testing.T) func(T, error) T {
 // ZooKeeper, then feeds the mirror the first snapshot and every logged
 // transaction after it (checkDataDir): each must apply, digests included,
 // and the result must equal both ZooKeeper's own restore of the data
-// directory and the live read.
+// directory and the live read. Then it starts again from each snapshot,
+// as a sync phase.
 func TestAgainstZooKeeper(t *testing.T) {
 	needZooKeeper(t)
 	srv := startZooKeeper(t)
@@ -226,6 +227,13 @@ func TestAgainstZooKeeper(t *testing.T) {
 	}
 	if stats.digests == 0 {
 		t.Error("no transaction carried a digest")
+	}
+	// Every snapshot ZooKeeper wrote, fuzzy or not, as a SNAP would
+	// bring it, two transactions before it resent.
+	for _, snap := range zkFiles(t, dir, "snapshot") {
+		t.Run("sync from "+filepath.Base(snap), func(t *testing.T) {
+			syncFrom(t, dir, snap, 2, 0, live)
+		})
 	}
 	if *record && !t.Failed() {
 		saveRecording(t, dir, live)
