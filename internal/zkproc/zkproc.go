@@ -7,7 +7,9 @@
 // stopped, killed and started again; Close stops them all.
 //
 // It is for tests only: it kills only the processes it started (each in
-// a process group of its own), and every wait is bounded.
+// a process group of its own), and every wait is bounded. Require gates a
+// test on ZooKeeper being installed: it skips without it, or fails when
+// ZKSERVERD_REQUIRE_ZOOKEEPER=1.
 package zkproc
 
 import (
