@@ -43,7 +43,8 @@
 //     answer Revalidate and Sync.
 //
 // Transactions reach Handler.Txn once each, in zxid order, on the run
-// goroutine. A snapshot is fuzzy: the leader serializes its tree while it
+// goroutine; Handler.UpToDate follows every sync, the re-syncs after a
+// leader change included. A snapshot is fuzzy: the leader serializes its tree while it
 // keeps applying, so the snapshot may already hold some effects of
 // transactions after its zxid, which follow as transactions; the observer
 // skips only those at or below the snapshot's zxid. A Txn or Snapshot

@@ -47,9 +47,9 @@ func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-func startObserver(t *testing.T, e *zkproc.Ensemble, id int64, h Handler) *Observer {
+func startObserver(t *testing.T, e *zkproc.Ensemble, id int64, h Handler, extra ...Server) *Observer {
 	t.Helper()
-	o, err := Start(Config{MyID: id, Servers: servers(t, e), Handler: h, Logger: testLogger(t),
+	o, err := Start(Config{MyID: id, Servers: append(servers(t, e), extra...), Handler: h, Logger: testLogger(t),
 		InitTimeout: 20 * time.Second, SyncTimeout: 5 * time.Second, FindTimeout: 20 * time.Second, MaxBackoff: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -346,3 +346,60 @@ func tail(s string, n int) string {
 type pickerAdapter struct{ t *testing.T }
 
 func (p pickerAdapter) Pick() (int, error) { return picker.Pick() }
+
+// TestObserverAddedByReconfig: with reconfigEnabled, an observer whose
+// line a reconfig -add brings in joins and syncs; a second reconfig while
+// it observes reaches it as INFORMANDACTIVATE, whose transaction it
+// applies and whose configuration it adopts.
+func TestObserverAddedByReconfig(t *testing.T) {
+	zkproc.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	if d := os.Getenv("ZAB_KEEP_DIR"); d != "" {
+		dir = d
+	}
+	ens, err := zkproc.Launch(ctx, zkproc.Spec{Dir: dir, Voters: []int64{1, 2, 3}, Joining: []int64{8, 9},
+		Ports: pickerAdapter{t}, ReconfigEnabled: true, JVMProps: []string{"-Dzookeeper.skipACL=yes"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ens.Close()
+	c, _, err := zk.Connect(ens.ClientAddrs(), 10*time.Second, zk.WithLogger(testutil.QuietLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m8 := ens.Member(8)
+	st, err := c.IncrementalReconfig([]string{fmt.Sprintf("server.8=%s", m8.Line())}, nil, -1)
+	if err != nil {
+		t.Fatalf("reconfig -add server.8: %v", err)
+	}
+	t.Logf("server.8 added by the reconfig at 0x%x", st.Mzxid)
+
+	own, err := ParseServerLine(8, m8.Line())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	o := startObserver(t, ens, 8, rec, own)
+	waitUpToDate(t, o)
+
+	st, err = c.IncrementalReconfig([]string{fmt.Sprintf("server.9=%s", ens.Member(9).Line())}, nil, -1)
+	if err != nil {
+		t.Fatalf("reconfig -add server.9: %v", err)
+	}
+	waitFor(t, 30*time.Second, "the second reconfig reaches the observer", func() bool { return rec.txn(st.Mzxid) != nil })
+	if h, _ := ParseTxnHeader(rec.txn(st.Mzxid)); h.Type != opReconfig {
+		t.Errorf("txn 0x%x has type %d, want reconfig", st.Mzxid, h.Type)
+	}
+	waitFor(t, 10*time.Second, "the observer adopts the new configuration", func() bool {
+		v := o.el.View()
+		_, has9 := v.Server(9)
+		return v.Version == st.Mzxid && has9
+	})
+	if err := o.Err(); err != nil {
+		t.Errorf("observer stopped: %v", err)
+	}
+	rec.checkContiguous(t, "observer 8")
+}

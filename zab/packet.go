@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/zkserverd/zkserverd/jute"
 )
@@ -129,15 +130,15 @@ var ErrBadLength = errors.New("zab: bad length")
 // io.ErrUnexpectedEOF.
 func ReadPacket(r *bufio.Reader, lim Limits) (*Packet, error) {
 	lim = lim.withDefaults()
-	var hdr [12]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+	hdr, err := peek(r, 12)
+	if err != nil {
 		return nil, err
 	}
 	p := &Packet{
 		Type: PacketType(binary.BigEndian.Uint32(hdr[:4])),
 		Zxid: int64(binary.BigEndian.Uint64(hdr[4:])),
 	}
-	var err error
+	r.Discard(12)
 	if p.Data, err = readBuffer(r, lim.MaxData); err != nil {
 		return nil, fmt.Errorf("zab: %s data: %w", p.Type, noEOF(err))
 	}
@@ -195,12 +196,29 @@ func noEOF(err error) error {
 	return err
 }
 
+// readInt reads a 4-byte big-endian int (through Peek, so that nothing
+// escapes to the heap).
 func readInt(r *bufio.Reader) (int32, error) {
-	var b [4]byte
-	if _, err := io.ReadFull(r, b[:]); err != nil {
+	b, err := peek(r, 4)
+	if err != nil {
 		return 0, err
 	}
-	return int32(binary.BigEndian.Uint32(b[:])), nil
+	v := int32(binary.BigEndian.Uint32(b))
+	r.Discard(4)
+	return v, nil
+}
+
+// peek returns the next n bytes (n no larger than r's buffer) without
+// consuming them: io.EOF if none remain, io.ErrUnexpectedEOF if some do.
+func peek(r *bufio.Reader, n int) ([]byte, error) {
+	b, err := r.Peek(n)
+	if len(b) == n {
+		return b, nil
+	}
+	if err == io.EOF && len(b) > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return nil, err
 }
 
 // readBuffer reads a length-prefixed buffer of at most limit bytes; the
@@ -220,11 +238,17 @@ func readBuffer(r *bufio.Reader, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("length %d (limit %d): %w", n, limit, ErrTooLarge)
 	}
 	const chunk = 64 << 10
-	out := make([]byte, 0, min(int(n), chunk))
+	if n <= chunk {
+		out := make([]byte, n)
+		if _, err := io.ReadFull(r, out); err != nil {
+			return nil, noEOF(err)
+		}
+		return out, nil
+	}
+	out := make([]byte, 0, chunk)
 	for len(out) < int(n) {
-		k := min(int(n)-len(out), chunk)
 		start := len(out)
-		out = append(out, make([]byte, k)...)
+		out = slices.Grow(out, min(int(n)-start, chunk))[:start+min(int(n)-start, chunk)]
 		if _, err := io.ReadFull(r, out[start:]); err != nil {
 			return nil, noEOF(err)
 		}

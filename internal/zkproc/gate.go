@@ -1,6 +1,7 @@
 package zkproc
 
 import (
+	"fmt"
 	"os"
 	"testing"
 )
@@ -13,10 +14,23 @@ const RequireEnv = "ZKSERVERD_REQUIRE_ZOOKEEPER"
 // with the reason when RequireEnv is 1.
 func Require(t testing.TB) {
 	t.Helper()
-	if err := Available(); err != nil {
-		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("%s=1 but ZooKeeper cannot be launched: %v", RequireEnv, err)
-		}
-		t.Skipf("ZooKeeper cannot be launched (%v); set %s=1 to fail instead", err, RequireEnv)
+	fail, msg := gate(Available(), os.Getenv(RequireEnv))
+	switch {
+	case fail:
+		t.Fatal(msg)
+	case msg != "":
+		t.Skip(msg)
 	}
+}
+
+// gate decides what Require does with Available's answer and the
+// variable's value: nothing (msg ""), skip, or fail.
+func gate(unavailable error, env string) (fail bool, msg string) {
+	if unavailable == nil {
+		return false, ""
+	}
+	if env == "1" {
+		return true, fmt.Sprintf("%s=1 but ZooKeeper cannot be launched: %v", RequireEnv, unavailable)
+	}
+	return false, fmt.Sprintf("ZooKeeper cannot be launched (%v); set %s=1 to fail instead", unavailable, RequireEnv)
 }

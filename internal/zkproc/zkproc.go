@@ -7,7 +7,9 @@
 // stopped, killed and started again; Close stops them all.
 //
 // It is for tests only: it kills only the processes it started (each in
-// a process group of its own), and every wait is bounded.
+// a process group of its own), and every wait is bounded. Require gates a
+// test on ZooKeeper being installed: it skips without it, or fails when
+// ZKSERVERD_REQUIRE_ZOOKEEPER=1.
 package zkproc
 
 import (
@@ -62,6 +64,10 @@ type Spec struct {
 	// Outside are observers that are not launched: their server.N lines
 	// (role observer) are written, their ports picked.
 	Outside []int64
+	// Joining are observers that are not launched and not in the
+	// configuration either: their ports are picked and Line gives what a
+	// reconfig -add names (server.N=Line()); needs ReconfigEnabled.
+	Joining []int64
 	// Ports picks every port.
 	Ports PortPicker
 	// TickTime in ms (default 500: quick timeouts for tests).
@@ -83,10 +89,11 @@ type Spec struct {
 type Member struct {
 	ID           int64
 	Observer     bool
-	Outside      bool
+	Outside      bool // not launched (Spec.Outside and Spec.Joining)
+	Joining      bool // not in the configuration written (Spec.Joining)
 	QuorumPort   int
 	ElectionPort int
-	ClientPort   int // 0 for an outside member
+	ClientPort   int // 0 for an outside member but a joining one (nothing listens there)
 	Dir          string
 
 	proc *process
@@ -148,11 +155,12 @@ func Launch(ctx context.Context, spec Spec) (*Ensemble, error) {
 		spec.HeapMB = 256
 	}
 	e := &Ensemble{spec: spec}
-	add := func(ids []int64, observer, outside bool) error {
+	add := func(ids []int64, observer, outside, joining bool) error {
 		for _, id := range ids {
-			m := &Member{ID: id, Observer: observer, Outside: outside, Dir: filepath.Join(spec.Dir, fmt.Sprintf("zk%d", id))}
+			m := &Member{ID: id, Observer: observer, Outside: outside, Joining: joining, Dir: filepath.Join(spec.Dir, fmt.Sprintf("zk%d", id))}
 			ports := []*int{&m.QuorumPort, &m.ElectionPort}
-			if !outside {
+			if !outside || joining {
+				// a reconfig -add wants three ports, the client's too
 				ports = append(ports, &m.ClientPort)
 			}
 			for _, p := range ports {
@@ -166,7 +174,11 @@ func Launch(ctx context.Context, spec Spec) (*Ensemble, error) {
 		}
 		return nil
 	}
-	if err := errors.Join(add(spec.Voters, false, false), add(spec.Observers, true, false), add(spec.Outside, true, true)); err != nil {
+	if len(spec.Joining) > 0 && !spec.ReconfigEnabled {
+		return nil, errors.New("zkproc: Spec.Joining needs ReconfigEnabled")
+	}
+	if err := errors.Join(add(spec.Voters, false, false, false), add(spec.Observers, true, false, false),
+		add(spec.Outside, true, true, false), add(spec.Joining, true, true, true)); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(e.members, func(a, b *Member) int { return int(a.ID - b.ID) })
@@ -219,7 +231,9 @@ func (e *Ensemble) writeConfig(m *Member) error {
 		lines = append(lines, "peerType=observer")
 	}
 	for _, o := range e.members {
-		lines = append(lines, fmt.Sprintf("server.%d=%s", o.ID, o.Line()))
+		if !o.Joining {
+			lines = append(lines, fmt.Sprintf("server.%d=%s", o.ID, o.Line()))
+		}
 	}
 	lines = append(lines, e.spec.ExtraConfig...)
 	if err := os.WriteFile(filepath.Join(m.Dir, "zoo.cfg"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
@@ -241,11 +255,14 @@ func (e *Ensemble) Member(id int64) *Member {
 	return nil
 }
 
-// ServerLines returns every member's server.N value by sid.
+// ServerLines returns the server.N value of every member in the
+// configuration written (not the joining ones) by sid.
 func (e *Ensemble) ServerLines() map[int64]string {
 	out := make(map[int64]string, len(e.members))
 	for _, m := range e.members {
-		out[m.ID] = m.Line()
+		if !m.Joining {
+			out[m.ID] = m.Line()
+		}
 	}
 	return out
 }

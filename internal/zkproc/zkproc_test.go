@@ -12,20 +12,24 @@ import (
 	"github.com/zkserverd/zkserverd/test/ports"
 )
 
-// TestEnsembleElectsAndFailsOver launches three voters and an outside
-// observer line, checks the configuration every member got, kills the
-// leader and sees another voter take over, then brings it back.
+// TestEnsembleElectsAndFailsOver launches three voters with
+// reconfigEnabled, an outside observer line and a joining member, checks
+// the configuration every member got, kills the leader and sees another
+// voter take over, then brings it back.
 func TestEnsembleElectsAndFailsOver(t *testing.T) {
 	Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	e, err := Launch(ctx, Spec{Dir: t.TempDir(), Voters: []int64{1, 2, 3}, Outside: []int64{7}, Ports: ports.ForZkproc()})
+	e, err := Launch(ctx, Spec{Dir: t.TempDir(), Voters: []int64{1, 2, 3}, Outside: []int64{7}, Joining: []int64{9},
+		ReconfigEnabled: true, Ports: ports.ForZkproc()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 
-	cfg, err := os.ReadFile(filepath.Join(e.Member(2).Dir, "zoo.cfg"))
+	// With reconfigEnabled ZooKeeper moves the server lines into a dynamic
+	// file and keeps what was written as zoo.cfg.bak.
+	cfg, err := os.ReadFile(filepath.Join(e.Member(2).Dir, "zoo.cfg.bak"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +37,12 @@ func TestEnsembleElectsAndFailsOver(t *testing.T) {
 		if !strings.Contains(string(cfg), "server."+itoa(id)+"="+line+"\n") {
 			t.Errorf("zoo.cfg of member 2 lacks server.%d=%s:\n%s", id, line, cfg)
 		}
+	}
+	if strings.Contains(string(cfg), "server.9=") || !strings.Contains(string(cfg), "reconfigEnabled=true") {
+		t.Errorf("zoo.cfg names the joining member or lacks reconfigEnabled:\n%s", cfg)
+	}
+	if j := e.Member(9); !j.Joining || j.ClientPort == 0 || len(e.ServerLines()) != 4 {
+		t.Errorf("joining member %+v; lines %v", j, e.ServerLines())
 	}
 	if out := e.Member(7); !out.Outside || out.ClientPort != 0 || !strings.HasSuffix(out.Line(), ":observer") {
 		t.Errorf("outside member: %+v line %q", out, out.Line())
