@@ -57,7 +57,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newVersionCommand(), newClusterCommand(stderr), newHealthcheckCommand(), newStatusCommand(), newPrintConfigCommand())
 	root.AddCommand(newImportCommand(stderr))
 	root.AddCommand(newBackupCommand(), newRestoreCommand())
-	root.AddCommand(newTransferCommand()) // transfer.go
+	root.AddCommand(newTransferCommand())     // transfer.go
+	root.AddCommand(newMirrorCommand(stderr)) // mirror.go
 	return root
 }
 

@@ -8,7 +8,6 @@ import (
 	"hash/adler32"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/jute"
@@ -211,20 +210,12 @@ func ReadBackup(r io.Reader) (*Backup, error) {
 	if err != nil {
 		return nil, err
 	}
-	fresh := emptyZooKeeperDB()
-	for _, p := range []string{"/zookeeper", "/zookeeper/quota", "/zookeeper/config"} {
-		if d.nodes[p] == nil {
-			d.put(fresh.nodes[p])
-		}
-	}
-	nodes := make([]*Node, 0, len(d.nodes))
-	last := d.lastZxid
-	for _, n := range d.nodes {
-		nodes = append(nodes, n)
+	img := d.image()
+	last := img.LastZxid
+	for _, n := range img.Nodes {
 		last = max(last, n.Stat.Czxid, n.Stat.Mzxid, n.Stat.Pzxid)
 	}
-	// Byte order puts every path after its parent's.
-	slices.SortFunc(nodes, func(a, b *Node) int { return strings.Compare(a.Path, b.Path) })
+	nodes := img.Nodes
 	tree, err := loadTree(nodes, nil)
 	if err != nil {
 		return nil, err

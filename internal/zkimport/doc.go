@@ -18,4 +18,11 @@
 // store and the raft-boltdb log store are written exactly as a running
 // server writes them. An empty session table and the imported last zxid go
 // with the tree.
+//
+// The readers are exported for package mirror, which follows a live
+// ZooKeeper ensemble: DecodeTxn decodes one log entry (header, record,
+// multi elements, digest), ReadSnapshotBody reads the body of a snapshot
+// as a Zab SNAP sends it, ReadLogEntries iterates over a log file,
+// ReadDataDir restores a whole data directory as ZooKeeper does, and
+// Replay applies entries with ZooKeeper's tolerance of fuzzy snapshots.
 package zkimport

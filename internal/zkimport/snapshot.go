@@ -45,8 +45,14 @@ type streamReader struct {
 	onIO func(int64) // progress callback, may be nil
 }
 
+// newStreamReader reads r, through a buffer of its own unless r is a
+// *bufio.Reader already (which is then read no further than asked).
 func newStreamReader(r io.Reader, onIO func(int64)) *streamReader {
-	return &streamReader{r: bufio.NewReaderSize(r, 256<<10), sum: adler32.New(), onIO: onIO}
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 256<<10)
+	}
+	return &streamReader{r: br, sum: adler32.New(), onIO: onIO}
 }
 
 func (s *streamReader) fail(err error) {
@@ -143,9 +149,7 @@ func readSnapshot(r io.Reader, onIO func(int64)) (*db, error) {
 	}
 	s.int64() // dbid
 	d := newDB()
-	readSessions(s, d)
-	cache := readACLCache(s)
-	readNodes(s, d, cache)
+	readBody(s, d)
 	s.seal()
 	if s.err == nil {
 		readTrailer(s, d)
@@ -157,6 +161,15 @@ func readSnapshot(r io.Reader, onIO func(int64)) (*db, error) {
 		return nil, fmt.Errorf("%w: no root node", ErrBadSnapshot)
 	}
 	return d, nil
+}
+
+// readBody reads what SerializeUtils.serializeSnapshot writes: the
+// session map, then DataTree.serialize (the ACL cache, the nodes and the
+// "/" that ends them).
+func readBody(s *streamReader, d *db) {
+	readSessions(s, d)
+	cache := readACLCache(s)
+	readNodes(s, d, cache)
 }
 
 func readSessions(s *streamReader, d *db) {

@@ -31,6 +31,18 @@ func newPicker(first, count int) *Picker {
 
 // The bands, one per test package that picks ports.
 
+// ForCmd is cmd/zkserverd's band, 8000-8999.
+func ForCmd() *Picker { return newPicker(8000, 1000) }
+
+// ForMirror is the mirror package's band, 9000-9999.
+func ForMirror() *Picker { return newPicker(9000, 1000) }
+
+// ForZab is the zab package's band, 10000-10999.
+func ForZab() *Picker { return newPicker(10000, 1000) }
+
+// ForZkproc is internal/zkproc's band, 11000-11999.
+func ForZkproc() *Picker { return newPicker(11000, 1000) }
+
 // ForCompat is the compat runner's band, 12000-14999.
 func ForCompat() *Picker { return newPicker(12000, 3000) }
 
