@@ -68,7 +68,13 @@
 #                      to the last notification
 #   --probe-duration D longest snapshot/catchup probe (default 90s)
 #   --probe-load N     load sessions of the probe (default 4)
-#   --storm-sessions N sessions of the storm scenario (default 100000)
+#   --storm-sessions N sessions of the storm scenario (default 36000: with an open-file
+#                      limit of 20000 that cannot be raised, the two members left after
+#                      the kill can hold ~38k sessions between them)
+#   --storm-per-process N sessions per zkbench storm process (default 18000, under the
+#                      limit); the processes share one kill at a wall-clock time
+#   --storm-hold D     time from the start of the opening to the kill (default 120s, in
+#                      whole seconds)
 #   --storm-sources "..." local addresses the storm connects from (default
 #                      "127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5": ~28k connections
 #                      per source and server port)
@@ -80,8 +86,9 @@
 #   --keep-tree        never delete the znodes a run created (no zkbench clean after a
 #                      run or a restart): with millions loaded, a fresh start (znodes,
 #                      znodes-flat, watchmem, storm do one) is much faster than a clean
-# The script raises its open-file limit (ulimit -n) to 400000 when it can;
-# the storm needs a descriptor per session in zkbench and in the members.
+# The script raises its open-file limit (ulimit -n) to 400000 when it can
+# (root with CAP_SYS_RESOURCE); the storm needs a descriptor per session in
+# zkbench and in the members.
 # Environment: ZK_JAVA_OPTS (default "-Xmx2g") is passed to ZooKeeper's JVM;
 #   ZKSERVERD_CFG, space-separated key=value lines, is appended to zkserverd's
 #   zoo.cfg (for example ZKSERVERD_CFG="logStore=boltdb").
@@ -107,7 +114,9 @@ TARGETS="zookeeper zkserverd"
 GCTRACE=0
 PROBE_DURATION=90s
 PROBE_LOAD=4
-STORM_SESSIONS=100000
+STORM_SESSIONS=36000
+STORM_PER_PROC=18000
+STORM_HOLD=120s
 STORM_SOURCES="127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5"
 WATCH_ZNODES=100000
 WATCH_SESSIONS=10
@@ -139,6 +148,8 @@ while [ $# -gt 0 ]; do
     --probe-duration) PROBE_DURATION=$2; shift ;;
     --probe-load) PROBE_LOAD=$2; shift ;;
     --storm-sessions) STORM_SESSIONS=$2; shift ;;
+    --storm-per-process) STORM_PER_PROC=$2; shift ;;
+    --storm-hold) STORM_HOLD=$2; shift ;;
     --storm-sources) STORM_SOURCES=$2; shift ;;
     --watch-znodes) WATCH_ZNODES=$2; shift ;;
     --watch-sessions) WATCH_SESSIONS=$2; shift ;;
@@ -486,17 +497,37 @@ catchup_one() { # target round
   scale_line catchup "$t" "$out" "$PROBE_JQ"
 }
 
+# storm_one runs ceil(STORM_SESSIONS / STORM_PER_PROC) zkbench storm
+# processes (a process holds at most what its open-file limit allows) that
+# share one kill at a wall-clock time; the first one kills. Their results
+# are summed into one line (reconnect p99: the largest of the processes').
 storm_one() { # target round
-  local t=$1 r=$2 f out=$SCALE/r$2-storm-$1.json
+  local t=$1 r=$2 f out=$SCALE/r$2-storm-$1.json procs k n killat pids=() kill
   [ "$MEMBERS" -gt 1 ] || { echo "  storm $t: needs --ensemble"; return 0; }
   fresh_start "$t"
   f=$(member_index "$t" follower) || { echo "  storm $t: no follower"; return 0; }
-  "$ZKB" storm --addr "$(addrs_of "$t")" --sessions "$STORM_SESSIONS" --source "${STORM_SOURCES// /,}" \
-    --kill-pid "${PID[$t.$f]}" --out "$out" >/dev/null 2>"$LOGS/r$r-storm-$t.txt" ||
-    echo "  storm $t: failed (see $LOGS/r$r-storm-$t.txt)"
+  procs=$(((STORM_SESSIONS + STORM_PER_PROC - 1) / STORM_PER_PROC))
+  killat=$(($(date +%s%N) + $(echo "$STORM_HOLD" | sed 's/s$//') * 1000000000))
+  for k in $(seq 1 "$procs"); do
+    n=$((STORM_SESSIONS / procs))
+    kill=()
+    [ "$k" = 1 ] && kill=(--kill-pid "${PID[$t.$f]}")
+    "$ZKB" storm --addr "$(addrs_of "$t")" --sessions "$n" --source "${STORM_SOURCES// /,}" \
+      --kill-at-unix-ns "$killat" "${kill[@]}" --out "$out.$k" >/dev/null 2>"$LOGS/r$r-storm-$t.$k.txt" &
+    pids+=($!)
+  done
+  for k in "${pids[@]}"; do
+    wait "$k" || echo "  storm $t: a storm process failed (see $LOGS/r$r-storm-$t.*.txt)"
+  done
+  jq -s '{sessions: (map(.sessions)|add), opened: (map(.opened)|add), open_failed: (map(.open_failed)|add),
+    open_retries: (map(.open_retries)|add), open_ms: (map(.open_ms)|max), killed: (map(.killed)|any),
+    lost: (map(.lost)|add), back: (map(.back)|add), expired: (map(.expired)|add), not_back: (map(.not_back)|add),
+    dropped_early: (map(.dropped_early)|add), all_back_ms: (map(.all_back_ms)|max),
+    reconnect_us: {p50: (map(.reconnect_us.p50)|max), p99: (map(.reconnect_us.p99)|max), max: (map(.reconnect_us.max)|max)},
+    reconnect_attempts: (map(.reconnect_attempts)|add), loadavg: .[0].loadavg, processes: length}' "$out".* >"$out" 2>/dev/null || true
   wait "${PID[$t.$f]}" 2>/dev/null || true
   PID[$t.$f]=""
-  scale_line storm "$t" "$out" '"opened \(.opened)/\(.sessions) in \(.open_ms/1000|floor) s (failed \(.open_failed), dropped early \(.dropped_early)); killed member \(.killed): lost \(.lost), back \(.back), expired \(.expired), not back \(.not_back); all back after \(.all_back_ms|floor) ms, reconnect p50 \(.reconnect_us.p50/1000|floor) ms p99 \(.reconnect_us.p99/1000|floor) ms; attempts \(.reconnect_attempts); load \(.loadavg)"'
+  scale_line storm "$t" "$out" '"opened \(.opened)/\(.sessions) in \(.open_ms/1000|floor) s (failed \(.open_failed), retries \(.open_retries), dropped early \(.dropped_early)); killed member \(.killed): lost \(.lost), back \(.back), expired \(.expired), not back \(.not_back); all back after \(.all_back_ms|floor) ms, reconnect p50 \(.reconnect_us.p50/1000|floor) ms p99 \(.reconnect_us.p99/1000|floor) ms; attempts \(.reconnect_attempts); load \(.loadavg)"'
   start_member "$t" "$f"
   wait_members "$t" 180s "did not come back after the storm"
 }
@@ -575,7 +606,7 @@ write_conditions() {
       echo "zkserverd zoo.cfg additions: $ZKSERVERD_CFG"
     fi
     echo "settings: rounds=$ROUNDS duration=$DURATION warmup=$WARMUP sessions=$SESSIONS inflight=$INFLIGHT data-size=$DATA_SIZE keys=$KEYS watchers=$WATCHERS znodes=$ZNODES"
-    echo "targets: $TARGETS; gctrace=$GCTRACE keep-tree=$KEEP_TREE probe-duration=$PROBE_DURATION probe-load=$PROBE_LOAD storm-sessions=$STORM_SESSIONS storm-sources=$STORM_SOURCES watch-znodes=$WATCH_ZNODES watch-sessions=$WATCH_SESSIONS fanout-watchers=$FANOUT_WATCHERS"
+    echo "targets: $TARGETS; gctrace=$GCTRACE keep-tree=$KEEP_TREE probe-duration=$PROBE_DURATION probe-load=$PROBE_LOAD storm-sessions=$STORM_SESSIONS storm-per-process=$STORM_PER_PROC storm-hold=$STORM_HOLD storm-sources=$STORM_SOURCES watch-znodes=$WATCH_ZNODES watch-sessions=$WATCH_SESSIONS fanout-watchers=$FANOUT_WATCHERS"
     echo "workloads: $WORKLOADS"
     echo "scenarios: $SCENARIOS"
   } >"$OUT/conditions.txt"

@@ -50,6 +50,7 @@ func loadAvg() string {
 func newStormCommand() *cobra.Command {
 	var cfg bench.StormConfig
 	var addrs, sources, out string
+	var killAtNS int64
 	cmd := &cobra.Command{
 		Use:   "storm",
 		Short: "Hold many idle sessions on an ensemble, kill one member and time the reconnect storm",
@@ -64,6 +65,9 @@ func newStormCommand() *cobra.Command {
 			cfg.Addrs = strings.Split(addrs, ",")
 			if sources != "" {
 				cfg.Sources = strings.Split(sources, ",")
+			}
+			if killAtNS > 0 {
+				cfg.KillAt = time.Unix(0, killAtNS)
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -84,6 +88,7 @@ func newStormCommand() *cobra.Command {
 	fl.DurationVar(&cfg.Hold, "hold", 5*time.Second, "idle time before the kill")
 	fl.DurationVar(&cfg.After, "after", 0, "watch time once all are back (default: the session timeout)")
 	fl.IntVar(&cfg.KillPID, "kill-pid", 0, "process to SIGKILL after --hold (0: none)")
+	fl.Int64Var(&killAtNS, "kill-at-unix-ns", 0, "kill at this Unix time in ns instead of after --hold; without --kill-pid only count the sessions lost from then (several storm processes share one kill)")
 	fl.DurationVar(&cfg.Jitter, "jitter", time.Second, "random delay bound before each reconnect (negative: none)")
 	fl.DurationVar(&cfg.Timeout, "timeout", 2*time.Minute, "give up waiting for the lost sessions after this long")
 	fl.StringVar(&out, "out", "", "also write the JSON result to this file")

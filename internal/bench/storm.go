@@ -54,6 +54,12 @@ type StormConfig struct {
 	// set, is called instead (tests break connections with it).
 	KillPID int
 	Kill    func() error
+	// KillAt, if set, replaces Hold: the kill happens at that wall-clock
+	// time, so that several storm processes (each holding what one
+	// process's open-file limit allows) share one kill. A process with
+	// KillAt and no KillPID kills nothing and counts its lost sessions
+	// from KillAt.
+	KillAt time.Time
 	// Jitter bounds the random delay before a reconnect (default 1s, as
 	// ZooKeeper's Java client; negative: none).
 	Jitter time.Duration
@@ -89,6 +95,7 @@ type StormResult struct {
 	Sessions      int            `json:"sessions"`
 	Opened        int            `json:"opened"`
 	OpenFailed    int            `json:"open_failed"`
+	OpenRetries   int            `json:"open_retries"`
 	OpenMS        float64        `json:"open_ms"`
 	Killed        bool           `json:"killed"`
 	Lost          int            `json:"lost"`          // sessions whose connection broke after the kill
@@ -140,10 +147,14 @@ func RunStorm(ctx context.Context, cfg StormConfig) (*StormResult, error) {
 	if err := s.openAll(ctx, &wg); err != nil {
 		return nil, err
 	}
-	if err := sleepUntil(ctx, time.Now().Add(cfg.Hold)); err != nil {
+	killAt := cfg.KillAt
+	if killAt.IsZero() {
+		killAt = time.Now().Add(cfg.Hold)
+	}
+	if err := sleepUntil(ctx, killAt); err != nil {
 		return nil, err
 	}
-	if cfg.KillPID == 0 && cfg.Kill == nil {
+	if cfg.KillPID == 0 && cfg.Kill == nil && cfg.KillAt.IsZero() {
 		return s.result(), nil
 	}
 	if err := s.kill(); err != nil {
@@ -171,9 +182,10 @@ func (s *storm) openAll(ctx context.Context, wg *sync.WaitGroup) error {
 		opened.Add(1)
 		wg.Go(func() {
 			ss := &stormSession{id: i, addr: i % len(s.cfg.Addrs)}
-			nc, err := s.connect(ctx, ss)
+			nc, retries, err := s.open(ctx, ss)
 			<-slots
 			s.mu.Lock()
+			s.res.OpenRetries += retries
 			if err != nil {
 				s.res.OpenFailed++
 			} else {
@@ -191,9 +203,35 @@ func (s *storm) openAll(ctx context.Context, wg *sync.WaitGroup) error {
 	return nil
 }
 
+// openAttempts bounds the attempts to open one session; each after the
+// first goes to the next member, 100ms later, as a client would retry.
+const openAttempts = 5
+
+// open opens ss's session, retrying on the next members, and returns the
+// number of retries.
+func (s *storm) open(ctx context.Context, ss *stormSession) (net.Conn, int, error) {
+	var err error
+	for attempt := range openAttempts {
+		if attempt > 0 {
+			if err := sleepUntil(ctx, time.Now().Add(100*time.Millisecond)); err != nil {
+				return nil, attempt, err
+			}
+			ss.addr = (ss.addr + 1) % len(s.cfg.Addrs)
+		}
+		var nc net.Conn
+		if nc, err = s.connect(ctx, ss); err == nil {
+			return nc, attempt, nil
+		}
+	}
+	return nil, openAttempts - 1, err
+}
+
 // kill sends SIGKILL to the member and starts the clock.
 func (s *storm) kill() error {
 	kill := s.cfg.Kill
+	if kill == nil && s.cfg.KillPID == 0 {
+		kill = func() error { return nil } // another process kills at KillAt
+	}
 	if kill == nil {
 		kill = func() error {
 			p, err := os.FindProcess(s.cfg.KillPID)
