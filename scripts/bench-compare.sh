@@ -81,6 +81,10 @@
 #   --watch-znodes N   znodes of watchmem (default 100000)
 #   --watch-sessions N watching sessions of watchmem, a watch per znode each (default 10)
 #   --fanout-watchers N sessions of fanout (default 10000)
+#   --zk-retain N      keep only ZooKeeper's N newest snapshots (pruned every 5 s while
+#                      a member runs, as zkCleanup.sh would): a 10M load at the default
+#                      snapCount writes tens of GB of snapshots, ZooKeeper purges none
+#                      by default, and autopurge runs at most hourly (zkserverd keeps two)
 #   --no-fsync         forceSync=no for both targets (giant loads: the figures are
 #                      then memory, snapshot, restart and GC, not durable-write speed)
 #   --keep-tree        never delete the znodes a run created (no zkbench clean after a
@@ -123,6 +127,7 @@ WATCH_SESSIONS=10
 FANOUT_WATCHERS=10000
 KEEP_TREE=0
 FORCE_SYNC=yes
+ZK_RETAIN=0
 
 die() { echo "bench-compare: $*" >&2; exit 1; }
 
@@ -156,6 +161,7 @@ while [ $# -gt 0 ]; do
     --fanout-watchers) FANOUT_WATCHERS=$2; shift ;;
     --keep-tree) KEEP_TREE=1 ;;
     --no-fsync) FORCE_SYNC=no ;;
+    --zk-retain) ZK_RETAIN=$2; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
@@ -279,6 +285,20 @@ start_member() { # target member
       ;;
   esac
   PID[$t.$i]=$!
+  [ "$t" = zookeeper ] && [ "$ZK_RETAIN" -gt 0 ] && prune_snapshots "$dir/data/version-2" "${PID[$t.$i]}"
+  return 0
+}
+
+# prune_snapshots dir pid: in the background, while pid runs, delete all
+# but the ZK_RETAIN newest snapshot.* files of dir every 5 s.
+prune_snapshots() {
+  (
+    while kill -0 "$2" 2>/dev/null; do
+      sleep 5
+      find "$1" -maxdepth 1 -name 'snapshot.*' -printf '%T@ %p\n' 2>/dev/null | sort -rn |
+        tail -n +$((ZK_RETAIN + 1)) | cut -d' ' -f2- | xargs -r rm -f
+    done
+  ) &
 }
 
 start_target() { # target
@@ -359,7 +379,7 @@ trap cleanup EXIT
 # wait_ready target label-file: wait until the target serves a getData;
 # with a file, record the time since its start as a restart result.
 wait_ready() { # target since-ns [out-file]
-  local args=(wait --addr "$(addrs_of "$1")" --label "$1" --since-unix-ns "$2" --timeout 180s)
+  local args=(wait --addr "$(addrs_of "$1")" --label "$1" --since-unix-ns "$2" --timeout 900s)
   [ -n "${3:-}" ] && args+=(--out "$3")
   "$ZKB" "${args[@]}" >/dev/null
 }
@@ -412,7 +432,7 @@ restart_one() { # target round
     printf '  %-12s %-10s ready after %s\n' restart "$t" \
       "$(grep -o '"ready_ms": [0-9.]*' "$RAW/r$r-restart-$t.json" | sed 's/.*: //') ms"
   else
-    echo "  restart $t: not ready within 180 s"
+    echo "  restart $t: not ready within 900 s"
   fi
   [ "$KEEP_TREE" = 1 ] || "$ZKB" clean --addr "$(addrs_of "$t")" >>"$LOGS/clean.txt" 2>&1 || true
 }
@@ -606,7 +626,7 @@ write_conditions() {
       echo "zkserverd zoo.cfg additions: $ZKSERVERD_CFG"
     fi
     echo "settings: rounds=$ROUNDS duration=$DURATION warmup=$WARMUP sessions=$SESSIONS inflight=$INFLIGHT data-size=$DATA_SIZE keys=$KEYS watchers=$WATCHERS znodes=$ZNODES"
-    echo "targets: $TARGETS; gctrace=$GCTRACE keep-tree=$KEEP_TREE probe-duration=$PROBE_DURATION probe-load=$PROBE_LOAD storm-sessions=$STORM_SESSIONS storm-per-process=$STORM_PER_PROC storm-hold=$STORM_HOLD storm-sources=$STORM_SOURCES watch-znodes=$WATCH_ZNODES watch-sessions=$WATCH_SESSIONS fanout-watchers=$FANOUT_WATCHERS"
+    echo "targets: $TARGETS; gctrace=$GCTRACE zk-retain=$ZK_RETAIN keep-tree=$KEEP_TREE probe-duration=$PROBE_DURATION probe-load=$PROBE_LOAD storm-sessions=$STORM_SESSIONS storm-per-process=$STORM_PER_PROC storm-hold=$STORM_HOLD storm-sources=$STORM_SOURCES watch-znodes=$WATCH_ZNODES watch-sessions=$WATCH_SESSIONS fanout-watchers=$FANOUT_WATCHERS"
     echo "workloads: $WORKLOADS"
     echo "scenarios: $SCENARIOS"
   } >"$OUT/conditions.txt"
