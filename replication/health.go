@@ -26,8 +26,9 @@ type peerHealth struct {
 	failed      map[raft.ServerID]bool
 	leaderSince time.Time
 	// leaderlessSince is when the last known leader was lost (zero while
-	// one is known, or before any was).
+	// one is known, or before any was); hadLeader whether one ever was.
 	leaderlessSince time.Time
+	hadLeader       bool
 }
 
 // watchHealth registers a raft observer feeding n.health, and telling the
@@ -84,20 +85,21 @@ func (h *peerHealth) observe(o raft.Observation, leading bool) {
 func (h *peerHealth) noteLeader(known bool, now time.Time) {
 	switch {
 	case known:
-		h.leaderlessSince = time.Time{}
+		h.leaderlessSince, h.hadLeader = time.Time{}, true
 	case h.leaderlessSince.IsZero():
 		h.leaderlessSince = now
 	}
 }
 
 // leaderlessFor returns how long this member has known no leader since it
-// lost the last one, and false if it has not lost one (none known yet, or
-// one known now).
+// lost the last one, and false if none was ever known. Observations arrive
+// late (raft hands them to a goroutine): when raft already has no leader
+// but the loss is not observed yet, it has just happened (0, true).
 func (h *peerHealth) leaderlessFor(now time.Time) (time.Duration, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.leaderlessSince.IsZero() {
-		return 0, false
+		return 0, h.hadLeader
 	}
 	return now.Sub(h.leaderlessSince), true
 }

@@ -128,6 +128,15 @@ func TestSnapWatchFollowsGrowingFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.poll(t0.Add(3 * time.Second))
+	// Freeing it by truncation is no write; a complete file first seen
+	// late (a walk that raced a rename) is none either.
+	write(filepath.Join(dir, "2-10-123", "state.bin"), "a")
+	if err := os.MkdirAll(filepath.Join(dir, "1-5-100"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(dir, "1-5-100", "state.bin"), "complete")
+	w.poll(t0.Add(4 * time.Second))
+	w.poll(t0.Add(5 * time.Second))
 	got := w.files()
 	if len(got) != 1 {
 		t.Fatalf("files %+v, want the one raft snapshot (the old one unchanged, meta.json not matched)", got)

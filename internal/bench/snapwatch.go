@@ -15,8 +15,10 @@ import (
 const DefaultSnapMatch = `^(snapshot\.[0-9a-f]+|state\.bin)$`
 
 // SnapFile is one snapshot file written while a snapshot watcher polled:
-// when it was first seen, when its size last changed, and its final size.
-// Its write time is Last-First, to the poll interval.
+// when it was first seen, when it last grew, and its largest size. Its
+// write time is Last-First, to the poll interval. Only growth counts: a
+// server may free an old snapshot by truncating it a little at a time
+// (zkserverd does, 1 MiB per step), which is no write.
 type SnapFile struct {
 	Path    string    `json:"path"`
 	Bytes   int64     `json:"bytes"`
@@ -31,12 +33,13 @@ type snapWatch struct {
 	dirs  []string
 	match *regexp.Regexp
 	seen  map[string]*SnapFile
+	grew  map[string]bool  // seen growing, or under a ".tmp" directory
 	old   map[string]int64 // files present at the first poll, by size
 	polls int
 }
 
 func newSnapWatch(dirs []string, match *regexp.Regexp) *snapWatch {
-	return &snapWatch{dirs: dirs, match: match, seen: map[string]*SnapFile{}, old: map[string]int64{}}
+	return &snapWatch{dirs: dirs, match: match, seen: map[string]*SnapFile{}, grew: map[string]bool{}, old: map[string]int64{}}
 }
 
 // snapKey names a file across the rename of a directory that ends in
@@ -62,7 +65,11 @@ func (w *snapWatch) poll(now time.Time) {
 			if err != nil {
 				return nil
 			}
-			w.note(snapKey(p), info.Size(), now, first)
+			key := snapKey(p)
+			w.note(key, info.Size(), now, first)
+			if !first && key != p {
+				w.grew[key] = true // being written: raft renames the directory when done
+			}
 			return nil
 		})
 	}
@@ -75,8 +82,9 @@ func (w *snapWatch) note(key string, size int64, now time.Time, first bool) {
 		return
 	}
 	if s, ok := w.seen[key]; ok {
-		if size != s.Bytes {
+		if size > s.Bytes {
 			s.Bytes, s.Last = size, now
+			w.grew[key] = true
 		}
 		return
 	}
@@ -87,10 +95,14 @@ func (w *snapWatch) note(key string, size int64, now time.Time, first bool) {
 }
 
 // files returns the snapshot files written since the first poll, oldest
-// first.
+// first: those seen growing or in a ".tmp" directory (a file first seen
+// complete was there before, missed by a walk that raced a rename).
 func (w *snapWatch) files() []SnapFile {
 	out := make([]SnapFile, 0, len(w.seen))
-	for _, s := range w.seen {
+	for key, s := range w.seen {
+		if !w.grew[key] {
+			continue
+		}
 		f := *s
 		f.Seconds = f.Last.Sub(f.First).Seconds()
 		out = append(out, f)
