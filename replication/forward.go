@@ -89,6 +89,20 @@ type forwarder struct {
 	seq     int64
 	pending []pendingCall // in request order
 	live    atomic.Pointer[leaderConn]
+	// retired is the connection leaderChanged closed on purpose: its
+	// failure says nothing about the leader's process, so it is no broken
+	// link (a leader that stepped down for a moment and was elected again
+	// would otherwise leave this member refusing clients).
+	retired atomic.Pointer[net.Conn]
+}
+
+// linkBroke records that the connection c to leader id failed, unless
+// leaderChanged closed it on purpose.
+func (f *forwarder) linkBroke(c net.Conn, id raft.ServerID) {
+	if r := f.retired.Load(); r != nil && *r == c {
+		return
+	}
+	f.n.link.broke(id)
 }
 
 // leaderConn is a forwarding connection and the leader it goes to.
@@ -122,7 +136,7 @@ func (f *forwarder) call(kind byte, body []byte) <-chan fwdResult {
 	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
 	f.conn.SetWriteDeadline(time.Now().Add(f.n.cfg.ForwardTimeout))
 	if _, err := f.conn.Write(frame); err != nil {
-		f.n.link.broke(f.connFor)
+		f.linkBroke(f.conn, f.connFor)
 		f.resetLocked(fmt.Errorf("replication: forward to leader: %w", err))
 		ch <- fwdResult{err: err}
 		return ch
@@ -187,6 +201,7 @@ func (f *forwarder) leaderChanged() {
 	if _, leader := f.n.raft.LeaderWithID(); leader == l.leader {
 		return
 	}
+	f.retired.Store(&l.conn)
 	l.conn.Close() // ends a call's write to it at once
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -209,7 +224,7 @@ func (f *forwarder) readLoop(c net.Conn) {
 			return
 		}
 		if err != nil {
-			f.n.link.broke(f.connFor)
+			f.linkBroke(c, f.connFor)
 			f.resetLocked(fmt.Errorf("replication: leader connection: %w", err))
 			f.mu.Unlock()
 			return

@@ -19,11 +19,16 @@ type Membership struct {
 }
 
 // peerHealth remembers which peers the leader has lost heartbeats with,
-// from raft's observations. mu guards failed and leaderSince.
+// and since when this member has known no leader, from raft's
+// observations. mu guards the fields.
 type peerHealth struct {
 	mu          sync.Mutex
 	failed      map[raft.ServerID]bool
 	leaderSince time.Time
+	// leaderlessSince is when the last known leader was lost (zero while
+	// one is known, or before any was); hadLeader whether one ever was.
+	leaderlessSince time.Time
+	hadLeader       bool
 }
 
 // watchHealth registers a raft observer feeding n.health, and telling the
@@ -73,7 +78,31 @@ func (h *peerHealth) observe(o raft.Observation, leading bool) {
 		if leading {
 			h.leaderSince = time.Now()
 		}
+		h.noteLeader(d.LeaderID != "", time.Now())
 	}
+}
+
+// noteLeader records whether a leader is known at now.
+func (h *peerHealth) noteLeader(known bool, now time.Time) {
+	switch {
+	case known:
+		h.leaderlessSince, h.hadLeader = time.Time{}, true
+	case h.leaderlessSince.IsZero():
+		h.leaderlessSince = now
+	}
+}
+
+// leaderlessFor returns how long this member has known no leader since it
+// lost the last one, and false if none was ever known. Observations arrive
+// late (raft hands them to a goroutine): when raft already has no leader
+// but the loss is not observed yet, it has just happened (0, true).
+func (h *peerHealth) leaderlessFor(now time.Time) (time.Duration, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.leaderlessSince.IsZero() {
+		return 0, h.hadLeader
+	}
+	return now.Sub(h.leaderlessSince), true
 }
 
 // Membership reports the current membership and, on the leader, which
@@ -183,12 +212,27 @@ func (l *leaderLink) brokenTo(id raft.ServerID) bool {
 // LeaderLeaseTimeout); any other member is while it knows a leader, has
 // heard from it within maxSilence (raft's LastContact) and its forwarding
 // connection to that leader has not broken since it last connected.
+//
+// An election is not a lost quorum until it has lasted maxSilence: a member
+// whose leader stepped down (or that stepped down itself) less than
+// maxSilence ago is still in one, as a ZooKeeper member notices nothing for
+// syncLimit ticks. Under a burst on a starved machine raft's sub-second
+// timeouts can cost a leader its lease for a moment; dropping every client
+// connection then makes them all reconnect at once, which starves the
+// members more and costs the next leader its lease too (a 15,000-session
+// storm on three members, docs/dev/perf-journal.md, 2026-12-03). Writes
+// meanwhile fail as they would anyway (no leader to take them); reads are
+// served from this member's state, as a ZooKeeper follower serves them
+// until it notices.
 func (n *Node) QuorumHealth(maxSilence time.Duration) error {
 	if !n.clustered() || n.raft.State() == raft.Leader {
 		return nil
 	}
 	_, id := n.raft.LeaderWithID()
 	if id == "" {
+		if lost, ok := n.health.leaderlessFor(time.Now()); ok && lost <= maxSilence {
+			return nil
+		}
 		return ErrNoLeader
 	}
 	if silent := time.Since(n.raft.LastContact()); silent > maxSilence {

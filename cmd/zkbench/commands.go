@@ -29,7 +29,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCommand(), newWaitCommand(), newCleanCommand(), newReportCommand(), newFreePortCommand())
-	root.AddCommand(newPauseCommand()) // pause.go
+	root.AddCommand(newPauseCommand())                                          // pause.go
+	root.AddCommand(newStormCommand(), newProbeCommand(), newGCPausesCommand()) // scale.go
 	return root
 }
 
@@ -113,7 +114,9 @@ func newRunCommand() *cobra.Command {
 			"20% getChildren, 5% create, 5% set), mixed (--read-percent getData, the rest setData).\n" +
 			"Scenarios: watch (--watchers sessions watch one znode; time from setData to the\n" +
 			"last notification), connect (session connect+close rate), znodes (load --znodes\n" +
-			"znodes, report server RSS per znode). Low-load latency: --sessions 1 --inflight 1.\n" +
+			"znodes, report server RSS per znode; --flat: all under one parent), watchmem (load\n" +
+			"--znodes znodes, then --watchers sessions each watch every one; RSS per watch).\n" +
+			"Low-load latency: --sessions 1 --inflight 1.\n" +
 			"With --pprof (a Go server's net/http/pprof, e.g. zkserverd --pprof 127.0.0.1:6060),\n" +
 			"a CPU profile of the measured period and a heap profile at the end are saved in\n" +
 			"--profile-dir as <name>-<label>.cpu.pprof and .heap.pprof; a failed fetch is a warning.",
@@ -161,6 +164,9 @@ func newRunCommand() *cobra.Command {
 	fl.IntVar(&cfg.Watchers, "watchers", cfg.Watchers, "watching sessions (watch scenario)")
 	fl.IntVar(&cfg.Znodes, "znodes", cfg.Znodes, "znodes to load (znodes scenario)")
 	fl.DurationVar(&cfg.Settle, "settle", cfg.Settle, "wait after loading before sampling memory (znodes scenario)")
+	fl.BoolVar(&cfg.Flat, "flat", false, "znodes and watchmem scenarios: every znode under one parent")
+	fl.BoolVar(&cfg.Recursive, "recursive", false, "watch scenario: one persistent recursive watch (addWatch mode 1) per watcher on a parent; the writer changes a child")
+	fl.IntVar(&cfg.DialWorkers, "dial-workers", 64, "sessions opened at once (watch and watchmem scenarios)")
 	fl.StringVar(&pprofURLs, "pprof", "", "base URL(s) of the servers' Go net/http/pprof, comma separated (e.g. http://127.0.0.1:6060): save CPU and heap profiles of the run")
 	fl.StringVar(&cfg.ProfileDir, "profile-dir", ".", "directory for the --pprof profiles")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "log progress to stderr")

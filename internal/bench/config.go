@@ -49,6 +49,17 @@ type Config struct {
 	// how long it waits before sampling the server's memory.
 	Znodes int
 	Settle time.Duration
+	// Flat makes the znodes scenario create every znode under one parent
+	// (the "one parent holding a million children" shape) instead of one
+	// directory per session.
+	Flat bool
+	// Recursive makes the watch scenario's watchers register one
+	// persistent recursive watch (addWatch mode 1) on a parent, armed
+	// once, and the writer change a child below it.
+	Recursive bool
+	// DialWorkers is how many sessions the watch and watchmem scenarios
+	// open at once (default 64).
+	DialWorkers int
 	// ServerPIDs are the server processes whose CPU time and memory are
 	// sampled (none: not reported). ProcRoot is normally "/proc".
 	ServerPIDs []int
@@ -141,6 +152,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProcRoot == "" {
 		c.ProcRoot = "/proc"
+	}
+	if c.DialWorkers <= 0 {
+		c.DialWorkers = 64
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

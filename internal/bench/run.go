@@ -31,6 +31,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res, err = runConnect(ctx, cfg)
 	case ScenarioZnodes:
 		res, err = runZnodes(ctx, cfg)
+	case ScenarioWatchMem:
+		res, err = runWatchMem(ctx, cfg)
 	default:
 		res, err = runOps(ctx, cfg)
 	}

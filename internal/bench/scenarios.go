@@ -63,20 +63,25 @@ func (f *fanout) times() (first, last time.Time) {
 // re-arms the watches first (not timed).
 func runWatch(ctx context.Context, cfg Config) (*Result, error) {
 	path := cfg.Root + "/w-" + cfg.RunID
-	if err := withConn(ctx, cfg, func(c *Conn) error { return ensurePath(ctx, c, path) }); err != nil {
+	target := path
+	if cfg.Recursive {
+		target = path + "/c"
+	}
+	if err := withConn(ctx, cfg, func(c *Conn) error { return ensurePath(ctx, c, target) }); err != nil {
 		return nil, err
 	}
-	f := &fanout{path: path, want: cfg.Watchers}
+	f := &fanout{path: target, want: cfg.Watchers}
 	opts := cfg.dialOptions()
 	opts.OnEvent = f.event
-	watchers := make([]*Conn, 0, cfg.Watchers)
+	watchers, err := dialParallel(ctx, cfg, cfg.Watchers, opts)
 	defer func() { closeAll(watchers) }()
-	for i := range cfg.Watchers {
-		c, err := Dial(ctx, cfg.addr(i), opts)
-		if err != nil {
-			return nil, fmt.Errorf("bench: watcher %d: %w", i, err)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Recursive {
+		if err := addRecursiveWatches(ctx, watchers, path); err != nil {
+			return nil, err
 		}
-		watchers = append(watchers, c)
 	}
 	writer, err := Dial(ctx, cfg.addr(0), cfg.dialOptions())
 	if err != nil {
@@ -92,7 +97,7 @@ func runWatch(ctx context.Context, cfg Config) (*Result, error) {
 	var loopErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		loopErr = watchRounds(ctx, stop, win, f, watchers, writer, cfg.DataSize, firstH, lastH)
+		loopErr = watchRounds(ctx, stop, win, f, watchers, !cfg.Recursive, writer, cfg.DataSize, firstH, lastH)
 	})
 	smp := newSampler(cfg)
 	ctxErr := waitWindow(ctx, win, smp)
@@ -108,14 +113,18 @@ func runWatch(ctx context.Context, cfg Config) (*Result, error) {
 	first := firstH.Summarize()
 	res.PerKind = map[string]LatencySummary{"last-notification": res.Latency, "first-notification": first}
 	res.Extra["watchers"] = float64(cfg.Watchers)
+	if cfg.Recursive {
+		res.Extra["recursive"] = 1
+	}
 	res.Extra["notifications_per_sec"] = res.OpsPerSec * float64(cfg.Watchers)
 	res.Extra["first_notification_p50_us"] = first.P50
 	return res, smp.fill(ctx, res)
 }
 
 // watchRounds runs rounds until stop closes, recording the rounds that lie
-// inside the measured window.
-func watchRounds(ctx context.Context, stop <-chan struct{}, win window, f *fanout, watchers []*Conn,
+// inside the measured window. With rearm every round first sets a one-time
+// data watch from every watcher (persistent watches need none).
+func watchRounds(ctx context.Context, stop <-chan struct{}, win window, f *fanout, watchers []*Conn, rearm bool,
 	writer *Conn, dataSize int, firstH, lastH *Histogram) error {
 	payload := make([]byte, dataSize)
 	for {
@@ -124,8 +133,10 @@ func watchRounds(ctx context.Context, stop <-chan struct{}, win window, f *fanou
 			return nil
 		default:
 		}
-		if err := armWatches(ctx, watchers, f.path); err != nil {
-			return err
+		if rearm {
+			if err := armWatches(ctx, watchers, f.path); err != nil {
+				return err
+			}
 		}
 		done := f.reset()
 		sent := time.Now()
@@ -151,11 +162,23 @@ func watchRounds(ctx context.Context, stop <-chan struct{}, win window, f *fanou
 // armWatches sets a data watch on path from every watcher and waits for
 // all the replies.
 func armWatches(ctx context.Context, watchers []*Conn, path string) error {
+	return sendAll(ctx, watchers, jute.OpGetData, &jute.GetDataRequest{Path: path, Watch: true})
+}
+
+// addRecursiveWatches registers a persistent recursive watch on path from
+// every watcher.
+func addRecursiveWatches(ctx context.Context, watchers []*Conn, path string) error {
+	return sendAll(ctx, watchers, jute.OpAddWatch, &jute.AddWatchRequest{Path: path, Mode: jute.AddWatchPersistentRecursive})
+}
+
+// sendAll sends one request on every connection and waits for all the
+// replies, returning the first failure.
+func sendAll(ctx context.Context, watchers []*Conn, op jute.OpCode, req jute.Record) error {
 	errs := make(chan error, len(watchers))
 	for _, c := range watchers {
-		err := c.Send(jute.OpGetData, &jute.GetDataRequest{Path: path, Watch: true}, func(r Reply) {
+		err := c.Send(op, req, func(r Reply) {
 			if r.Err != jute.OK {
-				errs <- fmt.Errorf("bench: getData %s with watch: %w", path, r.Err)
+				errs <- fmt.Errorf("bench: %v: %w", op, r.Err)
 				return
 			}
 			errs <- nil
@@ -272,7 +295,7 @@ func connectLoop(ctx context.Context, cfg Config, addr string, win window, stop 
 // measured next has them to recover.
 func runZnodes(ctx context.Context, cfg Config) (*Result, error) {
 	l := newLayout(cfg)
-	if err := setupSessionDirs(ctx, cfg, &l, cfg.Sessions); err != nil {
+	if err := setupZnodeDirs(ctx, cfg, &l); err != nil {
 		return nil, err
 	}
 	conns, err := dialAll(ctx, cfg, cfg.Sessions)
@@ -302,6 +325,9 @@ func runZnodes(ctx context.Context, cfg Config) (*Result, error) {
 	res.OpsPerSec = float64(res.Ops) / res.Seconds
 	res.Latency = all.Summarize()
 	res.Extra["znodes"] = float64(cfg.Znodes)
+	if cfg.Flat {
+		res.Extra["flat"] = 1
+	}
 	if err := smp.fill(ctx, res); err != nil {
 		return nil, err
 	}
@@ -312,11 +338,52 @@ func runZnodes(ctx context.Context, cfg Config) (*Result, error) {
 		res.Extra["rss_after_per_znode_bytes"] = float64(smp.server1.RSS) / float64(cfg.Znodes)
 	}
 	if cfg.Cleanup {
-		if err := cleanupRun(ctx, cfg, &l, counts); err != nil {
+		if err := cleanupZnodes(ctx, cfg, &l, counts); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// znodePath names the j-th znode session i creates in the znodes scenario:
+// in its own directory, or with Flat in the one shared parent.
+func znodePath(cfg Config, l *layout, i, j int) string {
+	if cfg.Flat {
+		return fmt.Sprintf("%s/s%dn%d", l.flatDir(), i, j)
+	}
+	return fmt.Sprintf("%s/n%d", l.sessionDir(i), j)
+}
+
+// setupZnodeDirs creates the parents the znodes scenario creates under.
+func setupZnodeDirs(ctx context.Context, cfg Config, l *layout) error {
+	if !cfg.Flat {
+		return setupSessionDirs(ctx, cfg, l, cfg.Sessions)
+	}
+	return withConn(ctx, cfg, func(c *Conn) error { return ensurePath(ctx, c, l.flatDir()) })
+}
+
+// cleanupZnodes deletes what the znodes scenario created.
+func cleanupZnodes(ctx context.Context, cfg Config, l *layout, counts []int) error {
+	if !cfg.Flat {
+		return cleanupRun(ctx, cfg, l, counts)
+	}
+	return withConn(ctx, cfg, func(c *Conn) error {
+		for i, n := range counts {
+			err := pipeline(ctx, c, n, 256, func(j int) (jute.OpCode, jute.Record) {
+				return jute.OpDelete, &jute.DeleteRequest{Path: znodePath(cfg, l, i, j), Version: -1}
+			}, acceptNoNode, nil)
+			if err != nil {
+				return fmt.Errorf("bench: cleanup %s: %w", l.flatDir(), err)
+			}
+		}
+		for _, p := range []string{l.flatDir(), l.runDir} {
+			_, err := c.Call(ctx, jute.OpDelete, &jute.DeleteRequest{Path: p, Version: -1}, nil)
+			if err != nil && !errors.Is(err, jute.NoNode) {
+				return fmt.Errorf("bench: cleanup %s: %w", p, err)
+			}
+		}
+		return nil
+	})
 }
 
 // loadZnodes creates the znodes, session i creating counts[i] of them in
@@ -334,10 +401,9 @@ func loadZnodes(ctx context.Context, cfg Config, l *layout, conns []*Conn) ([]in
 			counts[i]++
 		}
 		hists[i] = NewHistogram()
-		dir := l.sessionDir(i)
 		wg.Go(func() {
 			errs[i] = pipeline(ctx, c, counts[i], cfg.InFlight, func(j int) (jute.OpCode, jute.Record) {
-				return createReq(fmt.Sprintf("%s/n%d", dir, j), payload)
+				return createReq(znodePath(cfg, l, i, j), payload)
 			}, acceptOK, func(_ int, _ Reply, d time.Duration) { hists[i].RecordDuration(d) })
 		})
 	}

@@ -95,12 +95,15 @@ const (
 	ScenarioWatch   = "watch"
 	ScenarioConnect = "connect"
 	ScenarioZnodes  = "znodes"
+	// ScenarioWatchMem loads Znodes znodes and sets Watchers data watches
+	// on each (one per watching session), reporting memory per watch.
+	ScenarioWatchMem = "watchmem"
 )
 
 // workloadNames lists the operation workloads, then the scenarios, in the
 // order reports use. Read-only.
 var workloadNames = []string{"create", "set", "get", "exists", "children", "multi", "mixed",
-	ScenarioWatch, ScenarioConnect, ScenarioZnodes}
+	ScenarioWatch, ScenarioConnect, ScenarioZnodes, ScenarioWatchMem}
 
 // Workloads returns the names Run accepts: the operation workloads, then
 // the scenarios, in the order reports use.
@@ -179,6 +182,9 @@ func (l layout) marker() []byte {
 
 // sessionDir is where session i creates its znodes.
 func (l layout) sessionDir(i int) string { return fmt.Sprintf("%s/s%04d", l.runDir, i) }
+
+// flatDir is the one parent of every znode of a flat znodes run.
+func (l layout) flatDir() string { return l.runDir + "/flat" }
 
 // opBuilder makes the requests of one session. It is used by one goroutine.
 type opBuilder struct {
