@@ -72,7 +72,7 @@ func TestScaleScenariosAgainstInProcessServer(t *testing.T) {
 func TestProbeTimesSnapshots(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testutil.Config(dir)
-	cfg.ForceSync, cfg.SnapCount = false, 200
+	cfg.ForceSync, cfg.SnapCount = false, 40
 	addr := servertest.Start(t, server.Options{Config: cfg}).Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
