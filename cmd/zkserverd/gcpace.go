@@ -22,8 +22,9 @@ import (
 // heap may grow by max(gcHeadroomFloor, gcHeadroomShare of the live heap)
 // between collections, never more than the runtime's default 100%.
 //
-// Below gcHeadroomFloor/gcHeadroomShare of live heap (about 180 MiB, some
-// 650,000 znodes of 100 bytes) nothing changes from the default, and the
+// Below gcHeadroomFloor of live heap nothing changes from the default; up
+// to gcHeadroomFloor/gcHeadroomShare (256 MiB, about a million znodes of
+// 100 bytes) the floor rules, and the
 // floor keeps a small server from collecting for every few MiB
 // allocated. The price is collector CPU on a large tree under writes: a
 // collection marks the whole tree, and they come 1/gcHeadroomShare times
@@ -34,7 +35,7 @@ import (
 const (
 	// gcHeadroomShare is the heap's growth between collections as a
 	// share of the live heap, for a live heap above the floor's reach.
-	gcHeadroomShare = 0.35
+	gcHeadroomShare = 0.25
 	// gcHeadroomFloor is the least growth allowed between collections.
 	gcHeadroomFloor = 64 << 20
 	// gcPaceInterval is how often the live heap is sampled.

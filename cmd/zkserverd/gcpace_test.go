@@ -16,11 +16,11 @@ func TestGCPercentFor(t *testing.T) {
 		{8 * mib, 100},         // the floor is far above a small heap
 		{64 * mib, 100},        // floor == live
 		{128 * mib, 50},        // the floor still rules
-		{1024 * mib, 35},       // the share rules
-		{10 * 1024 * mib, 35},  // and keeps ruling
-		{183 * mib, 35},        // the floor's reach ends near floor/share
-		{170 * mib, 38},        // and just below it the floor wins
-		{1 << 40, 35},          // no overflow for a huge heap
+		{1024 * mib, 25},       // the share rules
+		{10 * 1024 * mib, 25},  // and keeps ruling
+		{256 * mib, 25},        // the floor's reach ends at floor/share
+		{240 * mib, 27},        // and just below it the floor wins
+		{1 << 40, 25},          // no overflow for a huge heap
 		{gcHeadroomFloor, 100}, // exactly the floor
 	} {
 		if got := gcPercentFor(c.live); got != c.want {
@@ -52,15 +52,15 @@ func TestGCPacerSetsOnChangeOnly(t *testing.T) {
 	p.setPercent = func(v int) int { set = append(set, v); return 0 }
 	for _, live := range []uint64{
 		10 * mib,   // default: nothing to set
-		1024 * mib, // 35
-		1000 * mib, // still 35
-		172 * mib,  // 37, two points from 35: set
-		168 * mib,  // 38, a point from 37: kept
+		1024 * mib, // 25
+		1000 * mib, // still 25
+		237 * mib,  // 27, two points from 25: set
+		230 * mib,  // 28, a point from 27: kept
 		20 * mib,   // back to the default, always set
 	} {
 		p.pace(live)
 	}
-	want := []int{35, 37, 100}
+	want := []int{25, 27, 100}
 	if len(set) != len(want) {
 		t.Fatalf("set %v, want %v", set, want)
 	}
