@@ -74,6 +74,8 @@ func newGCPacer(getenv func(string) string, logger *slog.Logger) *gcPacer {
 		logger.Info("garbage collector", "gogc", getenv("GOGC"), "source", "GOGC")
 		return nil
 	}
+	logger.Info("garbage collector", "headroom_share", gcHeadroomShare, "headroom_floor_bytes", gcHeadroomFloor,
+		"source", "the live heap (GOGC unset)")
 	return &gcPacer{
 		log:        logger,
 		samples:    []metrics.Sample{{Name: "/gc/heap/live:bytes"}},
