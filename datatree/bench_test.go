@@ -397,7 +397,7 @@ func BenchmarkGCPercentOnBigTree(b *testing.B) {
 			defer debug.SetGCPercent(debug.SetGCPercent(pct))
 			req := &jute.CreateRequest{ACL: open}
 			txn := &Txn{Type: jute.OpCreate, SessionID: 1, Request: req}
-			prefix := fmt.Sprintf("/zkbench/r-1764000000000/s%04d/g", pct)
+			prefix := fmt.Sprintf("/zkbench/r-1764000000000/s0000/g%d-", pct)
 			runtime.GC()
 			gc0 := gcSeconds()
 			b.ReportAllocs()
