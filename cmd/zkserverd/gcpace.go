@@ -24,9 +24,8 @@ import (
 //
 // Below gcHeadroomFloor of live heap nothing changes from the default; up
 // to gcHeadroomFloor/gcHeadroomShare (256 MiB, about a million znodes of
-// 100 bytes) the floor rules, and the
-// floor keeps a small server from collecting for every few MiB
-// allocated. The price is collector CPU on a large tree under writes: a
+// 100 bytes) the floor rules, which keeps a small server from collecting
+// for every few MiB allocated. The price is collector CPU on a large tree under writes: a
 // collection marks the whole tree, and they come 1/gcHeadroomShare times
 // as often per byte allocated as with GOGC=100 (measured in
 // docs/perf/compact-2026-12-03.txt). It depends on the tree's size only,
