@@ -330,8 +330,9 @@ func (t *Tree) create(ctx *applyCtx, op jute.OpCode, a createArgs) (*node, strin
 	parent, parentPath, path := l.parent, l.parentPath, l.path
 	kind, owner := newNodeKind(op, &a, ctx.txn.SessionID)
 	n := newNode(kind, t.acls.intern(acl))
-	n.name = strings.Clone(l.name) // not a slice of the request's path
-	n.data, n.owner = a.data, owner
+	n.setName(strings.Clone(l.name)) // not a slice of the request's path
+	n.setData(a.data)
+	n.owner = owner
 	n.czxid, n.mzxid, n.pzxid = ctx.zxid, ctx.zxid, ctx.zxid
 	n.ctime, n.mtime = ctx.txn.Time, ctx.txn.Time
 	t.noteCreate(n)
@@ -429,7 +430,7 @@ func (t *Tree) deleteNode(ctx *applyCtx, l loc, n *node) {
 	t.acls.release(n.acl())
 	l.parent.pzxid = ctx.zxid
 	t.digest += kidsHash(pp, l.parent, l.parent.kids.len())
-	t.updateQuota(ctx, l.path, -1, -int64(len(n.data)))
+	t.updateQuota(ctx, l.path, -1, -int64(len(n.data())))
 	ctx.emit(jute.EventNodeDeleted, l.path)
 	ctx.emit(jute.EventNodeChildrenChanged, eventParent(l.parentPath))
 }
@@ -447,7 +448,7 @@ func (t *Tree) setDataCheck(ctx *applyCtx, r *jute.SetDataRequest) (*node, jute.
 	if !t.allowed(n, ctx.txn.IDs, jute.PermWrite) {
 		return nil, jute.NoAuth
 	}
-	if code := t.checkQuota(ctx, r.Path, 0, int64(len(r.Data)-len(n.data))); code != jute.OK {
+	if code := t.checkQuota(ctx, r.Path, 0, int64(len(r.Data)-len(n.data()))); code != jute.OK {
 		return nil, code
 	}
 	return n, checkVersion(n.version, r.Version)
@@ -459,16 +460,16 @@ func (t *Tree) setData(ctx *applyCtx, r *jute.SetDataRequest) (*node, jute.Code)
 	if code != jute.OK {
 		return nil, code
 	}
-	bytesDiff := int64(len(r.Data) - len(n.data))
+	bytesDiff := int64(len(r.Data) - len(n.data()))
 	if ctx.multi {
-		ctx.undo = append(ctx.undo, undoRec{op: undoSetData, n: n, data: n.data,
+		ctx.undo = append(ctx.undo, undoRec{op: undoSetData, n: n, data: n.data(),
 			version: n.version, mzxid: n.mzxid, mtime: n.mtime})
 	}
 	p := pathHash(r.Path)
 	t.digest -= t.ownHash(p, n)
 	t.touch(n)
 	t.dataSize += bytesDiff
-	n.data = r.Data
+	n.setData(r.Data)
 	n.version++
 	n.mzxid = ctx.zxid
 	n.mtime = ctx.txn.Time

@@ -338,8 +338,8 @@ func (wk *snapWalker) sortChildren(kids []*node) []*node {
 		return kids
 	}
 	if len(kids) < sortByKeyFrom {
-		slices.SortFunc(kids, func(a, b *node) int { return strings.Compare(a.name, b.name) })
-		return slices.CompactFunc(kids, func(a, b *node) bool { return a.name == b.name })
+		slices.SortFunc(kids, func(a, b *node) int { return strings.Compare(a.name(), b.name()) })
+		return slices.CompactFunc(kids, func(a, b *node) bool { return a.name() == b.name() })
 	}
 	if cap(wk.keyed) < len(kids) {
 		wk.keyed = make([]keyedChild, 0, len(kids))
@@ -347,14 +347,14 @@ func (wk *snapWalker) sortChildren(kids []*node) []*node {
 	}
 	keyed := wk.keyed[:0]
 	for _, k := range kids {
-		keyed = append(keyed, keyedChild{key: namePrefix(k.name), n: k})
+		keyed = append(keyed, keyedChild{key: namePrefix(k.name()), n: k})
 	}
 	sorted := sortKeyed(keyed, wk.spare[:len(keyed)])
 	out := kids[:0]
 	for i, k := range sorted {
 		// Different keys mean different names; only equal keys need the
 		// names themselves, which sit in other cache lines.
-		if i > 0 && k.key == sorted[i-1].key && k.n.name == sorted[i-1].n.name {
+		if i > 0 && k.key == sorted[i-1].key && k.n.name() == sorted[i-1].n.name() {
 			continue
 		}
 		out = append(out, k.n)
@@ -398,7 +398,7 @@ func sortKeyed(keyed, spare []keyedChild) []keyedChild {
 			j++
 		}
 		if j-i > 1 {
-			slices.SortFunc(src[i:j], func(a, b keyedChild) int { return strings.Compare(a.n.name, b.n.name) })
+			slices.SortFunc(src[i:j], func(a, b keyedChild) int { return strings.Compare(a.n.name(), b.n.name()) })
 		}
 		i = j
 	}

@@ -221,7 +221,7 @@ func TestSortChildren(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var kids []*node
 			for _, name := range tt.names {
-				kids = append(kids, &node{name: name})
+				kids = append(kids, namedNode(name))
 			}
 			kids = append(kids, kids[:tt.repeats]...)
 			wk := &snapWalker{}
@@ -233,8 +233,8 @@ func TestSortChildren(t *testing.T) {
 				t.Fatalf("got %d children, want %d", len(got), len(want))
 			}
 			for i, n := range got {
-				if n.name != want[i] {
-					t.Fatalf("child %d is %q, want %q", i, n.name, want[i])
+				if n.name() != want[i] {
+					t.Fatalf("child %d is %q, want %q", i, n.name(), want[i])
 				}
 			}
 		})

@@ -55,8 +55,8 @@ func (t *Tree) nodeHash(p uint64, n *node) uint64 {
 func ownHash(p uint64, n *node, acl uint64) uint64 {
 	le := binary.LittleEndian
 	dataLen := int64(-1)
-	if n.data != nil {
-		dataLen = int64(len(n.data))
+	if n.dataPtr != nil {
+		dataLen = int64(len(n.data()))
 	}
 	var b [11 * 8]byte
 	le.PutUint64(b[0:], p)
@@ -69,7 +69,7 @@ func ownHash(p uint64, n *node, acl uint64) uint64 {
 	le.PutUint64(b[56:], uint64(dataLen))
 	le.PutUint64(b[64:], pair(n.version, n.aversion))
 	le.PutUint64(b[72:], uint64(n.kind())|'o'<<8)
-	le.PutUint64(b[80:], xxhash.Sum64(n.data))
+	le.PutUint64(b[80:], xxhash.Sum64(n.data()))
 	return xxhash.Sum64(b[:])
 }
 
@@ -125,7 +125,7 @@ func (t *Tree) walkDigest() uint64 {
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		path = append(append(path[:it.parentLen], '/'), it.n.name...)
+		path = append(append(path[:it.parentLen], '/'), it.n.name()...)
 		sum += t.nodeHash(xxhash.Sum64(path), it.n)
 		prefix := len(path)
 		if it.n == t.root {

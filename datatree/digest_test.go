@@ -265,10 +265,10 @@ func TestDigestFieldChanges(t *testing.T) {
 		name   string
 		change func(tree *Tree, n *node)
 	}{
-		{"data", func(_ *Tree, n *node) { n.data = []byte("e") }},
-		{"data empty", func(_ *Tree, n *node) { n.data = []byte{} }},
-		{"data null", func(_ *Tree, n *node) { n.data = nil }},
-		{"empty data made null", func(tree *Tree, _ *node) { tree.lookup("/e").data = nil }},
+		{"data", func(_ *Tree, n *node) { n.setData([]byte("e")) }},
+		{"data empty", func(_ *Tree, n *node) { n.setData([]byte{}) }},
+		{"data null", func(_ *Tree, n *node) { n.setData(nil) }},
+		{"empty data made null", func(tree *Tree, _ *node) { tree.lookup("/e").setData(nil) }},
 		{"czxid", func(_ *Tree, n *node) { n.czxid++ }},
 		{"mzxid", func(_ *Tree, n *node) { n.mzxid++ }},
 		{"pzxid", func(_ *Tree, n *node) { n.pzxid++ }},

@@ -21,9 +21,9 @@
 //     goroutine while applies go on, then Release it (cow.go). Restore it
 //     with ReadSnapshot. WriteSnapshot does all three at once.
 //
-// The tree keeps each znode in one 112-byte node with its name, not its
+// The tree keeps each znode in one 96-byte node with its name, not its
 // path, and each directory's children in a compact hash set (kids.go):
-// about 260 bytes of heap per znode with 100 bytes of data.
+// about 250 bytes of heap per znode with 100 bytes of data.
 //
 // Apply is deterministic: no clocks, no randomness, no I/O, no goroutines;
 // every iteration whose order shows in the result or the state is sorted.

@@ -116,8 +116,15 @@ func allNodes(t *Tree) map[string]*node {
 		if path == rootPath {
 			prefix = ""
 		}
-		n.kids.each(func(c *node) { walk(prefix+"/"+c.name, c) })
+		n.kids.each(func(c *node) { walk(prefix+"/"+c.name(), c) })
 	}
 	walk(rootPath, t.root)
 	return out
+}
+
+// namedNode returns a bare node called name.
+func namedNode(name string) *node {
+	n := &node{}
+	n.setName(name)
+	return n
 }

@@ -52,7 +52,7 @@ func (k *kids) get(name string, h uint32) *node {
 	}
 	if !k.table {
 		for i, x := range k.hash {
-			if x == h && k.nodes[i].name == name {
+			if x == h && k.nodes[i].name() == name {
 				return k.nodes[i]
 			}
 		}
@@ -63,7 +63,7 @@ func (k *kids) get(name string, h uint32) *node {
 		switch x := k.hash[i]; {
 		case x == 0:
 			return nil
-		case x == h && k.nodes[i].name == name:
+		case x == h && k.nodes[i].name() == name:
 			return k.nodes[i]
 		}
 	}
@@ -101,7 +101,7 @@ func (k *kids) place(c *node, h uint32) {
 func (k *kids) remove(name string, h uint32) bool {
 	if !k.table {
 		for i, x := range k.hash {
-			if x == h && k.nodes[i].name == name {
+			if x == h && k.nodes[i].name() == name {
 				last := len(k.nodes) - 1
 				k.nodes[i], k.hash[i] = k.nodes[last], k.hash[last]
 				k.nodes[last] = nil
@@ -114,7 +114,7 @@ func (k *kids) remove(name string, h uint32) bool {
 	}
 	mask := uint32(len(k.hash) - 1)
 	i := h & mask
-	for ; k.hash[i] != h || k.nodes[i].name != name; i = (i + 1) & mask {
+	for ; k.hash[i] != h || k.nodes[i].name() != name; i = (i + 1) & mask {
 		if k.hash[i] == 0 {
 			return false
 		}

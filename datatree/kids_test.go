@@ -36,7 +36,7 @@ func TestKidsAgainstMap(t *testing.T) {
 						if k == nil {
 							k = newKids(0)
 						}
-						c := &node{name: name}
+						c := namedNode(name)
 						k.add(c, hash(name))
 						want[name] = c
 					}
@@ -67,7 +67,7 @@ func checkKids(t *testing.T, k *kids, want map[string]*node, hash func(string) u
 		t.Fatal("found an absent name")
 	}
 	var names []string
-	k.each(func(c *node) { names = append(names, c.name) })
+	k.each(func(c *node) { names = append(names, c.name()) })
 	if len(names) != len(want) || len(k.appendTo(nil)) != len(want) {
 		t.Fatalf("iteration gave %d names, want %d", len(names), len(want))
 	}
@@ -87,7 +87,7 @@ func TestNewKidsPresized(t *testing.T) {
 		size := len(k.hash)
 		for i := 0; i < n; i++ {
 			name := fmt.Sprint(i)
-			k.add(&node{name: name}, nameHash(seed, name))
+			k.add(namedNode(name), nameHash(seed, name))
 		}
 		if k.table && len(k.hash) != size {
 			t.Errorf("%d: table grew from %d to %d slots", n, size, len(k.hash))

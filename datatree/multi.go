@@ -135,8 +135,8 @@ func (t *Tree) rollback(ctx *applyCtx) {
 			t.link(u.loc, u.n)
 			u.loc.parent.pzxid = u.pzxid
 		case undoSetData:
-			t.dataSize += int64(len(u.data) - len(u.n.data))
-			u.n.data = u.data
+			t.dataSize += int64(len(u.data) - len(u.n.data()))
+			u.n.setData(u.data)
 			u.n.version = u.version
 			u.n.mzxid = u.mzxid
 			u.n.mtime = u.mtime

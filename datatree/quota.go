@@ -203,7 +203,7 @@ func (t *Tree) checkQuota(ctx *applyCtx, path string, countDiff, bytesDiff int64
 	if root == "" {
 		return jute.OK
 	}
-	limits := parseStatsTrack(t.quotaNodeOf(root, quotaLimitsName).data)
+	limits := parseStatsTrack(t.quotaNodeOf(root, quotaLimitsName).data())
 	checkCount := countDiff != 0 && (limits.get(quotaCount) > -1 || limits.get(quotaCountHardLimit) > -1)
 	checkBytes := bytesDiff != 0 && (limits.get(quotaBytes) > -1 || limits.get(quotaByteHardLimit) > -1)
 	if !checkCount && !checkBytes {
@@ -213,7 +213,7 @@ func (t *Tree) checkQuota(ctx *applyCtx, path string, countDiff, bytesDiff int64
 	if stats == nil {
 		return jute.OK
 	}
-	usage := parseStatsTrack(stats.data)
+	usage := parseStatsTrack(stats.data())
 	if checkCount {
 		w := QuotaWarning{Root: root, Value: usage.get(quotaCount) + countDiff}
 		if code := t.overLimit(ctx, w, limits.get(quotaCount), limits.get(quotaCountHardLimit)); code != jute.OK {
@@ -269,7 +269,7 @@ func (t *Tree) updateQuota(ctx *applyCtx, path string, countDiff, bytesDiff int6
 	if stats == nil {
 		return
 	}
-	st := parseStatsTrack(stats.data)
+	st := parseStatsTrack(stats.data())
 	st[quotaCount] = st.get(quotaCount) + countDiff
 	st[quotaBytes] = st.get(quotaBytes) + bytesDiff
 	t.setQuotaData(ctx, quotaPath+root+"/"+quotaStatsName, stats, st.encode())
@@ -280,14 +280,14 @@ func (t *Tree) updateQuota(ctx *applyCtx, path string, countDiff, bytesDiff int6
 // multi's rollback.
 func (t *Tree) setQuotaData(ctx *applyCtx, path string, n *node, data []byte) {
 	if ctx.multi {
-		ctx.undo = append(ctx.undo, undoRec{op: undoSetData, n: n, data: n.data,
+		ctx.undo = append(ctx.undo, undoRec{op: undoSetData, n: n, data: n.data(),
 			version: n.version, mzxid: n.mzxid, mtime: n.mtime})
 	}
 	p := pathHash(path)
 	t.digest -= t.ownHash(p, n)
 	t.touch(n)
-	t.dataSize += int64(len(data) - len(n.data))
-	n.data = data
+	t.dataSize += int64(len(data) - len(n.data()))
+	n.setData(data)
 	t.digest += t.ownHash(p, n)
 }
 
@@ -341,7 +341,7 @@ func (t *Tree) RecomputeQuotaStats() []string {
 			roots = append(roots, it.path)
 		}
 		it.n.kids.each(func(c *node) {
-			stack = append(stack, item{c, it.path + "/" + c.name})
+			stack = append(stack, item{c, it.path + "/" + c.name()})
 		})
 	}
 	slices.Sort(roots)
@@ -354,7 +354,7 @@ func (t *Tree) RecomputeQuotaStats() []string {
 		}
 		count, bytes := t.subtreeUsage(root)
 		data := statsTrack{quotaCount: count, quotaBytes: bytes}.encode()
-		if string(data) == string(stats.data) {
+		if string(data) == string(stats.data()) {
 			continue
 		}
 		path := quotaPath + root + "/" + quotaStatsName

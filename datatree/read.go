@@ -49,7 +49,7 @@ func (t *Tree) GetData(path string, ids []jute.ID, watch func(exists bool)) ([]b
 		watch(true)
 	}
 	n.stat(&st)
-	return n.data, st, jute.OK
+	return n.data(), st, jute.OK
 }
 
 // GetChildren returns the names of the node's children, in no particular
@@ -66,7 +66,7 @@ func (t *Tree) GetChildren(path string, ids []jute.ID, watch func(exists bool)) 
 		watch(true)
 	}
 	names := make([]string, 0, n.kids.len())
-	n.kids.each(func(c *node) { names = append(names, c.name) })
+	n.kids.each(func(c *node) { names = append(names, c.name()) })
 	n.stat(&st)
 	return names, st, jute.OK
 }

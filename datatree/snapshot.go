@@ -118,8 +118,8 @@ func (s *snapWriter) header(count uint64) {
 // node writes one node record; list is the ACL list when this
 // record is the first to use index acl, else nil.
 func (s *snapWriter) node(n *node, children, acl uint32, list []jute.ACL) {
-	s.str(n.name)
-	s.bytes(n.data)
+	s.str(n.name())
+	s.bytes(n.data())
 	s.stat(n)
 	s.u32(children)
 	s.u32(acl)
@@ -302,7 +302,7 @@ func decodeStat(b []byte, n *node) nodeKind {
 // checkKind validates a record's kind against its owner and stores it.
 func checkKind(n *node, k nodeKind) error {
 	if !ownerMatchesKind(k, n.owner) {
-		return fmt.Errorf("%w: %q: kind %d with owner %#x", ErrBadSnapshot, n.name, k, n.owner)
+		return fmt.Errorf("%w: %q: kind %d with owner %#x", ErrBadSnapshot, n.name(), k, n.owner)
 	}
 	n.meta = uint32(k) << metaKindShift
 	return nil
@@ -488,7 +488,7 @@ func buildKids(seed maphash.Seed, list []*node) *kids {
 	}
 	k := newKids(len(list))
 	for _, c := range list {
-		k.add(c, nameHash(seed, c.name))
+		k.add(c, nameHash(seed, c.name()))
 	}
 	return k
 }
@@ -510,7 +510,9 @@ func (r *nodeReader) record(remaining uint64) error {
 	if err != nil {
 		return err
 	}
-	n := &node{name: name, data: data}
+	n := &node{}
+	n.setName(name)
+	n.setData(data)
 	if err := checkKind(n, decodeStat(b, n)); err != nil {
 		return err
 	}
@@ -552,7 +554,7 @@ func (r *nodeReader) sum(n *node, kids uint32) {
 		r.path = append(r.path[:0], rootPath...)
 	} else {
 		r.path = append(r.path[:r.stack[len(r.stack)-1].blen], '/')
-		r.path = append(r.path, n.name...)
+		r.path = append(r.path, n.name()...)
 	}
 	p := xxhash.Sum64(r.path)
 	r.t.digest += r.t.ownHash(p, n) + kidsHash(p, n, int(kids))
@@ -582,11 +584,11 @@ func (r *nodeReader) aclRef(n *node, idx uint32) error {
 // directory, adds it there and returns the UTF-16 length of its path.
 func (r *nodeReader) link(n *node) (int, error) {
 	t, p := r.t, &r.stack[len(r.stack)-1]
-	name := n.name
+	name := n.name()
 	if !validName(name) {
 		return 0, fmt.Errorf("%w: invalid name %q", ErrBadSnapshot, name)
 	}
-	if len(p.kids) > 0 && name <= p.kids[len(p.kids)-1].name {
+	if len(p.kids) > 0 && name <= p.kids[len(p.kids)-1].name() {
 		return 0, fmt.Errorf("%w: name %q out of order", ErrBadSnapshot, name)
 	}
 	p.kids = append(p.kids, n)
@@ -596,7 +598,7 @@ func (r *nodeReader) link(n *node) (int, error) {
 		plen += p.plen
 	}
 	t.count++
-	t.dataSize += int64(plen + len(n.data))
+	t.dataSize += int64(plen + len(n.data()))
 	if n.kind() != kindPersistent {
 		t.indexKind(n, string(r.path))
 	}

@@ -46,8 +46,9 @@ func (l *Loader) Add(s StoredNode) error {
 	if len(s.ACL) == 0 {
 		return fmt.Errorf("%w: %s: empty ACL list", ErrBadSnapshot, s.Path)
 	}
-	n := &node{data: s.Data, czxid: s.Czxid, mzxid: s.Mzxid, ctime: s.Ctime, mtime: s.Mtime, pzxid: s.Pzxid,
+	n := &node{czxid: s.Czxid, mzxid: s.Mzxid, ctime: s.Ctime, mtime: s.Mtime, pzxid: s.Pzxid,
 		version: s.Version, cversion: s.Cversion, aversion: s.Aversion, owner: s.EphemeralOwner}
+	n.setData(s.Data)
 	if err := checkKind(n, kindOfOwner(s.EphemeralOwner)); err != nil {
 		return fmt.Errorf("%s: %w", s.Path, err)
 	}
@@ -85,8 +86,8 @@ func (l *Loader) link(path string, n *node) error {
 	case t.child(parent, name) != nil:
 		return fmt.Errorf("%w: %s added twice", ErrBadSnapshot, path)
 	}
-	n.name = strings.Clone(name)
-	t.link(loc{parent: parent, parentPath: parentPath, name: n.name, path: path}, n)
+	n.setName(strings.Clone(name))
+	t.link(loc{parent: parent, parentPath: parentPath, name: n.name(), path: path}, n)
 	return nil
 }
 

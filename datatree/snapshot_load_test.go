@@ -15,7 +15,7 @@ import (
 func storedNodes(tree *Tree) []StoredNode {
 	var out []StoredNode
 	for p, n := range allNodes(tree) {
-		out = append(out, StoredNode{Path: p, Data: n.data, ACL: tree.acls.get(n.acl()),
+		out = append(out, StoredNode{Path: p, Data: n.data(), ACL: tree.acls.get(n.acl()),
 			Czxid: n.czxid, Mzxid: n.mzxid, Ctime: n.ctime, Mtime: n.mtime, Pzxid: n.pzxid,
 			Version: n.version, Cversion: n.cversion, Aversion: n.aversion, EphemeralOwner: n.owner})
 	}

@@ -33,8 +33,8 @@ func (t *Tree) replaceDataForTest(path string, data []byte, keepDigest bool) err
 	p := pathHash(path)
 	old := t.ownHash(p, n)
 	t.touch(n)
-	t.dataSize += int64(len(data) - len(n.data))
-	n.data = data
+	t.dataSize += int64(len(data) - len(n.data()))
+	n.setData(data)
 	if keepDigest {
 		t.digest += t.ownHash(p, n) - old
 	}

@@ -29,7 +29,7 @@ func (t *Tree) Walk(fn func(StoredNode) error) error {
 		f := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		n := f.n
-		err := fn(StoredNode{Path: f.path, Data: n.data, ACL: t.acls.get(n.acl()),
+		err := fn(StoredNode{Path: f.path, Data: n.data(), ACL: t.acls.get(n.acl()),
 			Czxid: n.czxid, Mzxid: n.mzxid, Ctime: n.ctime, Mtime: n.mtime, Pzxid: n.pzxid,
 			Version: n.version, Cversion: n.cversion, Aversion: n.aversion, EphemeralOwner: n.owner})
 		if err != nil {
@@ -38,13 +38,13 @@ func (t *Tree) Walk(fn func(StoredNode) error) error {
 		kids = n.kids.appendTo(kids[:0])
 		// Pushed in reverse name order, so that the first name is walked
 		// first.
-		slices.SortFunc(kids, func(a, b *node) int { return strings.Compare(b.name, a.name) })
+		slices.SortFunc(kids, func(a, b *node) int { return strings.Compare(b.name(), a.name()) })
 		prefix := f.path
 		if prefix != rootPath {
 			prefix += "/"
 		}
 		for _, c := range kids {
-			stack = append(stack, frame{prefix + c.name, c})
+			stack = append(stack, frame{prefix + c.name(), c})
 		}
 	}
 	return nil

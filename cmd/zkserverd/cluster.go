@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -116,6 +117,7 @@ func runCluster(cmd *cobra.Command, f clusterFlags, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	go newGCPacer(os.Getenv, logger).run(ctx) // gcpace.go
 	var servers []*server.Server
 	defer func() {
 		for _, s := range servers {
