@@ -381,9 +381,9 @@ func BenchmarkComputeDigest(b *testing.B) {
 
 // BenchmarkGCPercentOnBigTree reports the collector's CPU per create of
 // 100 bytes (data copied as it comes off the wire) on a tree of 1M
-// znodes, at the runtime's default GC percent and at the 25% that
-// zkserverd sets for a large live heap (cmd/zkserverd/gcpace.go): the
-// price of the smaller headroom, since every collection marks the tree.
+// znodes, at the runtime's default GC percent and at 25% (an operator's
+// GOGC=25; docs/operations.md, "The collector's headroom"): the price of
+// the smaller headroom, since every collection marks the tree.
 func BenchmarkGCPercentOnBigTree(b *testing.B) {
 	tree := bigTree(b, 1_000_000)
 	samples := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}

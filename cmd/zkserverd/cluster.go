@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -117,7 +116,6 @@ func runCluster(cmd *cobra.Command, f clusterFlags, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	go newGCPacer(os.Getenv, logger).run(ctx) // gcpace.go
 	var servers []*server.Server
 	defer func() {
 		for _, s := range servers {

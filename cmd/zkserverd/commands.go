@@ -204,7 +204,6 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 	applyMemoryLimit(cfg, os.Getenv, os.DirFS("/"), logger) // memlimit.go
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	go newGCPacer(os.Getenv, logger).run(ctx) // gcpace.go
 	if f.pprofAddr != "" {
 		stopProfiles, err := serveProfiles(f.pprofAddr, logger)
 		if err != nil {
