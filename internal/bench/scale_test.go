@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
@@ -66,6 +69,24 @@ func TestScaleScenariosAgainstInProcessServer(t *testing.T) {
 	}
 }
 
+// ballast gives the tree 32 MiB of data, so that each snapshot takes
+// longer to write than the snapshot watcher's 20 ms poll, however fast
+// the disk: the watcher counts only files it sees growing.
+func ballast(t *testing.T, addr string) {
+	t.Helper()
+	c, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	data := make([]byte, 512<<10)
+	for i := range 64 {
+		if _, err := c.Create(fmt.Sprintf("/ballast%d", i), data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestProbeTimesSnapshots: with a low snapCount the load makes the server
 // snapshot while the probe runs; the probe finds the snapshot files, and
 // the writes overlapping them are a subset of all writes.
@@ -74,6 +95,7 @@ func TestProbeTimesSnapshots(t *testing.T) {
 	cfg := testutil.Config(dir)
 	cfg.ForceSync, cfg.SnapCount = false, 40
 	addr := servertest.Start(t, server.Options{Config: cfg}).Addr().String()
+	ballast(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := RunProbe(ctx, ProbeConfig{Addr: addr, Duration: 3 * time.Second, LoadSessions: 2,
