@@ -2,7 +2,6 @@ package replication
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -58,11 +57,13 @@ const (
 type pushers struct {
 	mu   sync.Mutex
 	seen map[raft.ServerID]time.Time
+	asks int64 // requests served
 }
 
 // asked records a request from member id.
 func (p *pushers) asked(id raft.ServerID) {
 	p.mu.Lock()
+	p.asks++
 	defer p.mu.Unlock()
 	if p.seen == nil {
 		p.seen = make(map[raft.ServerID]time.Time)
@@ -121,19 +122,34 @@ func (n *Node) entryAt(index uint64) entryID {
 func (n *Node) nextCommit(known uint64, from raft.ServerID) (<-chan error, func() []byte) {
 	n.pushers.asked(from)
 	ch := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), commitPollWait)
-		defer cancel()
-		err := n.WaitApplied(ctx, known+1)
-		if err == ErrClosed {
-			ch <- err
-			return
-		}
-		ch <- nil
-	}()
+	go func() { ch <- n.appliedPast(known, commitPollWait) }()
 	return ch, func() []byte {
 		index, term := n.applied.last()
 		return entryID{index: index, term: term}.encode(nil)
+	}
+}
+
+// appliedPast waits until the FSM has applied an entry past known, or
+// wait passed (nil either way), or the member stops (ErrClosed). It reads
+// the FSM's own applied index, which only entries the FSM applies move:
+// raft's applied index also counts barriers and no-ops, after which a
+// wait for it would return at once with no new entry to name, and the
+// follower would ask again at once, round after round.
+func (n *Node) appliedPast(known uint64, wait time.Duration) error {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		cur, wake := n.applied.get()
+		if cur > known {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return nil
+		case <-n.stop:
+			return ErrClosed
+		}
 	}
 }
 

@@ -43,6 +43,31 @@ func TestLeaderPushesCommitsToFollowers(t *testing.T) {
 	}
 }
 
+// TestIdleLeaderHoldsCommitRequests: with nothing new applied, a commit
+// request waits for the next applied entry (up to commitPollWait), even
+// after raft applied a barrier, which the FSM never sees: the followers
+// ask about once a second, not round after round.
+func TestIdleLeaderHoldsCommitRequests(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ln := c.nodes[c.leader()]
+	testutil.Eventually(t, 10*time.Second, "every follower asks the leader for commits", ln.pushesCover)
+	if err := ln.raft.Barrier(5 * time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	asks := func() int64 {
+		ln.pushers.mu.Lock()
+		defer ln.pushers.mu.Unlock()
+		return ln.pushers.asks
+	}
+	before := asks()
+	time.Sleep(2 * commitPollWait)
+	// Two followers, each asking at most once per commitPollWait, and
+	// once more around the barrier.
+	if n := asks() - before; n > 8 {
+		t.Fatalf("the followers asked %d times in %v of an idle leader", n, 2*commitPollWait)
+	}
+}
+
 // TestEntryIDWire pins the commit's wire form and refuses other lengths,
 // such as an older leader's bare index.
 func TestEntryIDWire(t *testing.T) {
