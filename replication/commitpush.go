@@ -63,8 +63,8 @@ type pushers struct {
 // asked records a request from member id.
 func (p *pushers) asked(id raft.ServerID) {
 	p.mu.Lock()
-	p.asks++
 	defer p.mu.Unlock()
+	p.asks++
 	if p.seen == nil {
 		p.seen = make(map[raft.ServerID]time.Time)
 	}
