@@ -23,7 +23,7 @@ var allowedImports = map[string][]string{
 	"cmd/zkserverd":     {"conf", "server", "server/ops", "internal/zkimport", "zab", "mirror"},
 	"zab":               {"jute"},
 	"mirror":            {"jute", "acl", "datatree", "session", "internal/zkimport"},
-	"internal/zkproc":   {},
+	"internal/zkproc":   {"internal/testutil"},
 	"internal/zkimport": {"jute", "datatree", "session", "replication"},
 	"server/servertest": {"server", "server/ops"},
 	"internal/testutil": {"conf"},

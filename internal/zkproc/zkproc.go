@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/zkserverd/zkserverd/internal/testutil"
 )
 
 // Debian's jars: zookeeper.jar's manifest names most of its dependencies;
@@ -363,7 +364,7 @@ func (e *Ensemble) Mode(id int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := FourLetter(m.ClientAddr(), "srvr")
+	out, err := testutil.FourLetter(m.ClientAddr(), "srvr")
 	if err != nil {
 		return "", err
 	}
@@ -426,28 +427,6 @@ func (e *Ensemble) Leader(ctx context.Context) (int64, error) {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("zkproc: waiting for a leader: %w", ctx.Err())
 		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// FourLetter sends a four-letter word and returns the whole answer.
-func FourLetter(addr, word string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(3 * time.Second))
-	if _, err := c.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := c.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return b.String(), nil
 		}
 	}
 }
