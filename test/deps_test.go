@@ -20,7 +20,7 @@ var allowedImports = map[string][]string{
 	"server":            {"jute", "datatree", "session", "txnlog", "replication", "acl", "watch", "conf", "tlsconf", "sasl", "peernet"},
 	"peernet":           {"conf", "tlsconf", "sasl"},
 	"server/ops":        {"jute", "datatree", "session", "txnlog", "replication", "watch", "conf", "server", "acl", "internal/zkimport"},
-	"cmd/zkserverd":     {"conf", "server", "server/ops", "internal/zkimport", "zab", "mirror"},
+	"cmd/zkserverd":     {"conf", "server", "server/ops", "internal/zkimport", "zab", "mirror", "peernet"}, // peernet: the mirror's quorum TLS and SASL credentials
 	"zab":               {"jute"},
 	"mirror":            {"jute", "acl", "datatree", "session", "internal/zkimport"},
 	"internal/zkproc":   {"internal/testutil"},
