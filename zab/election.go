@@ -149,8 +149,14 @@ func (e *elector) handleIncoming(c net.Conn) {
 	// connection.
 	peer := fmt.Sprintf("voter %d at %s", m.SID, c.RemoteAddr())
 	user, err := e.auth.check(c, br, peer)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// It redialled us meanwhile, or gave up: nothing to refuse.
+		e.log.Debug("zab: election connection closed before its login", "sid", m.SID, "err", err)
+		c.Close()
+		return
+	}
 	if err != nil {
-		e.warnLimited(peer, "zab: refused an election connection", "sid", m.SID, "remote", c.RemoteAddr().String(), "err", err)
+		e.warnLimited(fmt.Sprintf("voter %d", m.SID), "zab: refused an election connection", "sid", m.SID, "remote", c.RemoteAddr().String(), "err", err)
 		c.Close()
 		return
 	}

@@ -178,26 +178,43 @@ func (a *QuorumAuth) login(w io.Writer, r *bufio.Reader, peer string) error {
 	return fmt.Errorf("%w: %s: more than %d rounds", ErrAuth, peer, maxAuthRounds)
 }
 
+// voterLoginWait is how long an election connection a voter opened may
+// stay silent after its opening before the voter counts as not logging
+// in. A voter that logs in sends its first packet right after the
+// opening; one that does not (ZooKeeper before 3.8.5 and 3.9.4 never logs
+// in to an observer, ZOOKEEPER-4886) sends nothing until it is sent a
+// notification, which would deadlock a wait without a bound.
+const voterLoginWait = time.Second
+
 // check runs the server's side on an election connection a voter opened,
 // after its opening, as SaslQuorumAuthServer does. A voter that sends no
 // login packet is let through unless ServerRequire; so is one whose login
 // fails (after an ERROR status). It returns the authenticated user ("":
-// none) or why the connection must close.
-func (a *QuorumAuth) check(w io.Writer, r *bufio.Reader, peer string) (string, error) {
+// none) or why the connection must close. It leaves c's deadline unset;
+// the caller sets its own again.
+func (a *QuorumAuth) check(c net.Conn, r *bufio.Reader, peer string) (string, error) {
 	if a == nil {
 		return "", nil
 	}
+	c.SetReadDeadline(time.Now().Add(voterLoginWait))
 	isAuth, err := nextIsAuth(r)
+	c.SetReadDeadline(time.Time{})
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		isAuth, err = false, nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("zab: read from %s: %w", peer, err)
 	}
 	if !isAuth {
 		if a.ServerRequire {
-			return "", fmt.Errorf("%w: %s did not log in and quorum.auth.serverRequireSasl=true", ErrAuth, peer)
+			return "", fmt.Errorf("%w: %s did not log in and quorum.auth.serverRequireSasl=true "+
+				"(ZooKeeper before 3.8.5 and 3.9.4 does not log in to an observer whose myid is smaller than its own, "+
+				"ZOOKEEPER-4886: give the mirror a myid larger than every voter's)", ErrAuth, peer)
 		}
 		return "", nil
 	}
-	user, err := a.serve(w, r)
+	user, err := a.serve(c, r)
 	switch {
 	case err == nil:
 		return user, nil
