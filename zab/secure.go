@@ -115,7 +115,7 @@ func readAuthPacket(r *bufio.Reader) (authPacket, error) {
 	p := authPacket{magic: int64(binary.BigEndian.Uint64(b[:8])), status: int32(binary.BigEndian.Uint32(b[8:12]))}
 	r.Discard(12)
 	if p.magic != quorumAuthMagic {
-		return p, fmt.Errorf("%w: the peer answered with something else than a login packet (is quorum.auth.enableSasl the same on both sides?)", ErrAuth)
+		return p, fmt.Errorf("%w: the peer answered with something other than a login packet (is quorum.auth.enableSasl the same on both sides?)", ErrAuth)
 	}
 	if p.token, err = readBuffer(r, maxAuthToken); err != nil {
 		return p, fmt.Errorf("zab: read login packet: %w", err)
