@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,11 +57,11 @@ type securedEnsemble struct {
 	created int // nodes the test created
 }
 
-func launchSecured(t *testing.T, ctx context.Context, extra, jvm []string) *securedEnsemble {
+func launchSecured(t *testing.T, ctx context.Context, extra, jvm []string, member func(id int64) []string) *securedEnsemble {
 	t.Helper()
 	picker := ports.ForCmd()
-	e, err := zkproc.Launch(ctx, zkproc.Spec{Dir: dbgDir(t), Voters: []int64{3, 4, 5}, Outside: []int64{1, 2, 6, 7},
-		Ports: zkprocPorts{picker}, ExtraConfig: extra, JVMProps: jvm})
+	e, err := zkproc.Launch(ctx, zkproc.Spec{Dir: t.TempDir(), Voters: []int64{3, 4, 5}, Outside: []int64{1, 2, 6, 7},
+		Ports: zkprocPorts{picker}, ExtraConfig: extra, MemberConfig: member, JVMProps: jvm})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +188,9 @@ func expectRefused(t *testing.T, m *runningMirror, why string) {
 }
 
 // TestMirrorWithQuorumTLS runs ZooKeeper's voters with sslQuorum=true
-// (PKCS12 keystores a test CA issued) and a mirror with a certificate of
-// its own from that CA: it syncs and follows writes. A second mirror,
+// (each voter with a PKCS12 keystore of its own from a test CA) and a
+// mirror with a certificate of its own from that CA: it syncs and follows
+// writes. A second mirror,
 // whose certificate another CA issued, is refused by the voters and logs
 // the TLS failure.
 func TestMirrorWithQuorumTLS(t *testing.T) {
@@ -197,29 +199,28 @@ func TestMirrorWithQuorumTLS(t *testing.T) {
 	defer cancel()
 	pki := t.TempDir()
 	ca, stranger := tlstest.NewCA(t, "quorum CA"), tlstest.NewCA(t, "stranger CA")
-	member := ca.Issue(t, pkix.Name{CommonName: "zk-member"}, tlstest.Options{})
-	tlsLines := func(keystore string) []string {
-		return []string{
-			"sslQuorum=true",
-			"ssl.quorum.keyStore.location=" + keystore,
-			"ssl.quorum.keyStore.password=pw",
-			"ssl.quorum.keyStore.type=PKCS12",
-			"ssl.quorum.trustStore.location=" + tlstest.WriteFile(t, pki, "trust.p12", tlstest.PKCS12TrustStore(t, "pw", ca)),
-			"ssl.quorum.trustStore.password=pw",
-			"ssl.quorum.trustStore.type=PKCS12",
-		}
+	trust := tlstest.WriteFile(t, pki, "trust.p12", tlstest.PKCS12TrustStore(t, "pw", ca))
+	common := []string{"sslQuorum=true", "ssl.quorum.trustStore.location=" + trust,
+		"ssl.quorum.trustStore.password=pw", "ssl.quorum.trustStore.type=PKCS12"}
+	// keystore writes the keystore of a certificate issuer gave name and
+	// returns the lines that name it.
+	keystore := func(issuer *tlstest.Cert, name string) []string {
+		cert := issuer.Issue(t, pkix.Name{CommonName: name}, tlstest.Options{})
+		path := tlstest.WriteFile(t, pki, name+".p12", cert.PKCS12KeyStore(t, "pw"))
+		return []string{"ssl.quorum.keyStore.location=" + path, "ssl.quorum.keyStore.password=pw", "ssl.quorum.keyStore.type=PKCS12"}
 	}
-	s := launchSecured(t, ctx, tlsLines(tlstest.WriteFile(t, pki, "member.p12", member.PKCS12KeyStore(t, "pw"))), nil)
+	tlsLines := func(issuer *tlstest.Cert, name string) []string {
+		return append(slices.Clone(common), keystore(issuer, name)...)
+	}
+	s := launchSecured(t, ctx, common, nil, func(id int64) []string { return keystore(ca, "zk"+strconv.FormatInt(id, 10)) })
 
-	own := ca.Issue(t, pkix.Name{CommonName: "zk-mirror"}, tlstest.Options{})
-	good := s.startMirror(t, ctx, s.mirrorConfig(t, "good.cfg", tlsLines(tlstest.WriteFile(t, pki, "mirror.p12", own.PKCS12KeyStore(t, "pw")))), 1)
+	good := s.startMirror(t, ctx, s.mirrorConfig(t, "good.cfg", tlsLines(ca, "mirror1")), 1)
 	s.expectFollows(t, good)
 	if !strings.Contains(good.log.String(), "member links secured") {
 		t.Errorf("the mirror did not log its quorum TLS setup; log:\n%s", good.log.String())
 	}
 
-	foreign := stranger.Issue(t, pkix.Name{CommonName: "zk-intruder"}, tlstest.Options{})
-	bad := s.startMirror(t, ctx, s.mirrorConfig(t, "bad.cfg", tlsLines(tlstest.WriteFile(t, pki, "foreign.p12", foreign.PKCS12KeyStore(t, "pw")))), 6)
+	bad := s.startMirror(t, ctx, s.mirrorConfig(t, "bad.cfg", tlsLines(stranger, "intruder6")), 6)
 	expectRefused(t, bad, "TLS handshake")
 }
 
@@ -238,7 +239,7 @@ func TestMirrorWithQuorumSASL(t *testing.T) {
 	defer cancel()
 	saslLines := []string{"quorum.auth.enableSasl=true", "quorum.auth.learnerRequireSasl=true", "quorum.auth.serverRequireSasl=true"}
 	jaas := testutil.WriteQuorumJAAS(t, t.TempDir(), "secret", "secret")
-	s := launchSecured(t, ctx, saslLines, []string{"-Djava.security.auth.login.config=" + jaas})
+	s := launchSecured(t, ctx, saslLines, []string{"-Djava.security.auth.login.config=" + jaas}, nil)
 
 	t.Setenv("SERVER_JVMFLAGS", "-Djava.security.auth.login.config="+jaas)
 	good := s.startMirror(t, ctx, s.mirrorConfig(t, "good.cfg", saslLines), 6)
@@ -314,11 +315,4 @@ func TestMirrorSecurityOfConfig(t *testing.T) {
 			}
 		})
 	}
-}
-
-func dbgDir(t *testing.T) string {
-	if d := os.Getenv("QSEC_KEEP"); d != "" {
-		return d
-	}
-	return t.TempDir()
 }
