@@ -178,3 +178,30 @@ func TestLoginToPeerWithoutSASL(t *testing.T) {
 		t.Fatalf("login to a voter without SASL: %v, want an error naming quorum.auth.enableSasl", err)
 	}
 }
+
+// FuzzQuorumAuthCheck feeds the observer's side of a voter's login
+// whatever a peer may send: the check ends (no panic, no hang), and lets
+// a peer in as a user only if it sent the right password.
+func FuzzQuorumAuthCheck(f *testing.F) {
+	var login bytes.Buffer
+	writeAuthPacket(&login, authInProgress, []byte{})
+	writeAuthPacket(&login, authInProgress, []byte("right"))
+	f.Add(login.Bytes())
+	f.Add(login.Bytes()[:20])
+	f.Add([]byte{0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o'})
+	f.Add(binary.BigEndian.AppendUint64(nil, uint64(quorumAuthMagic)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		peer, observer := net.Pipe()
+		defer observer.Close()
+		observer.SetDeadline(time.Now().Add(5 * time.Second))
+		go io.Copy(io.Discard, peer)
+		go func() {
+			peer.Write(data)
+			peer.Close()
+		}()
+		user, _ := fakeAuth("", true).check(observer, bufio.NewReader(observer), "voter 9")
+		if user != "" && !bytes.Contains(data, []byte("right")) {
+			t.Fatalf("input %q logged in as %q", data, user)
+		}
+	})
+}
