@@ -89,6 +89,8 @@ type Replica struct {
 	log    *slog.Logger
 	revTO  time.Duration
 	reqSeq atomic.Uint64
+	// stopped is set by Close: the server's hook is called no more.
+	stopped atomic.Bool
 	lost   chan struct{} // signalled (cap 1) when the leader link ends or a resync happened
 	stop   chan struct{}
 	done   chan struct{}
@@ -125,8 +127,10 @@ type waiter struct {
 	gen int64 // the sync it was sent in
 }
 
-// NewReplica returns a Replica over a new State. Hand it to zab.Start as
-// the Handler, then call Follow with the observer.
+// NewReplica returns a Replica over a new State. Once the server that
+// uses it is built, hand it to zab.Start as the Handler (the observer
+// calls the server's hook from then on), then call Follow with the
+// observer.
 func NewReplica(opts ReplicaOptions) *Replica {
 	r := &Replica{
 		server: opts.Observer, myID: opts.ServerID, log: opts.Logger, revTO: opts.RevalidateTimeout,
@@ -152,7 +156,8 @@ func (r *Replica) Follow(up Upstream) {
 	r.mu.Lock()
 	r.up = up
 	r.mu.Unlock()
-	go r.watchLink(up)
+	_, synced := up.Leader()
+	go r.watchLink(up, synced)
 }
 
 // upstream returns the leader connection (nil before Follow).
@@ -164,11 +169,10 @@ func (r *Replica) upstream() Upstream {
 
 // watchLink notices, every 20 ms, that the leader link ended: it fails
 // the requests waiting on it and tells the server (LeaderLinkLost).
-func (r *Replica) watchLink(up Upstream) {
+func (r *Replica) watchLink(up Upstream, had bool) {
 	defer close(r.done)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	had := false
 	for {
 		select {
 		case <-r.stop:
@@ -238,10 +242,10 @@ func (r *Replica) UpToDate() {
 	gen := r.gen
 	r.mu.Unlock()
 	r.failWaiters(func(w *waiter) bool { return w.gen < gen }, ErrLinkLost)
-	if r.snapped {
-		r.snapped = false
+	if r.snapped && !r.stopped.Load() {
 		r.server.Restored()
 	}
+	r.snapped = false
 	r.signalLost()
 }
 
@@ -249,7 +253,9 @@ func (r *Replica) UpToDate() {
 // calls the server's Applying (State's Options.Applying).
 func (r *Replica) applying(a Applied) {
 	r.cur = r.lookup(waitKey{a.SessionID, a.Cxid}, a.Type)
-	r.server.Applying(r.txnOf(r.cur, a))
+	if !r.stopped.Load() {
+		r.server.Applying(r.txnOf(r.cur, a))
+	}
 }
 
 // applied hands an applied transaction to the server's hook and its
@@ -263,7 +269,9 @@ func (r *Replica) applied(a Applied) {
 	if w != nil && !r.remove(w) {
 		w = nil // failed meanwhile (link lost): the transaction is not its outcome any more
 	}
-	r.server.Applied(r.txnOf(w, a), a.Zxid, a.Result)
+	if !r.stopped.Load() {
+		r.server.Applied(r.txnOf(w, a), a.Zxid, a.Result)
+	}
 	if w != nil {
 		w.ch <- replication.Outcome{Zxid: a.Zxid, Result: a.Result}
 	}
@@ -425,6 +433,7 @@ func (r *Replica) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.stopped.Store(true)
 	held := r.held
 	r.held = nil
 	following := r.up != nil

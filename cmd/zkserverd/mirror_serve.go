@@ -45,35 +45,34 @@ func startMirrorServer(ctx context.Context, f mirrorFlags, view zab.View, logger
 	}
 	m := &mirrorServer{}
 	srv, err := server.New(server.Options{Config: cfg, Logger: logger.With("component", "server"),
-		Operator: ops.New(ops.Options{}), Replica: m.follow(f.myid, view, logger)})
+		Operator: ops.New(ops.Options{}), Replica: m.newReplica(logger)})
 	if err != nil {
-		if m.obs != nil {
-			m.obs.Close()
-		}
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
 	m.srv = srv
-	if err := srv.Start(ctx); err != nil {
+	// The observer starts once the server is built: the replica calls the
+	// server's apply hook from the observer's goroutine.
+	obs, err := zab.Start(zab.Config{MyID: f.myid, Servers: view.Servers, Handler: m.replica, Logger: logger.With("component", "zab")})
+	if err != nil {
 		srv.Close()
-		m.obs.Close()
+		return nil, fmt.Errorf("mirror: %w", err)
+	}
+	m.obs = obs
+	m.replica.Follow(obs)
+	if err := srv.Start(ctx); err != nil {
+		m.Close()
 		return nil, fmt.Errorf("mirror: serve clients: %w", err)
 	}
 	return m, nil
 }
 
-// follow returns the server's replica factory: a mirror.Replica over the
-// server's tree configuration, fed by a zab observer of the ensemble.
-func (m *mirrorServer) follow(myid int64, view zab.View, logger *slog.Logger) func(server.ReplicaSetup) (server.Replica, error) {
+// newReplica returns the server's replica factory: a mirror.Replica over
+// the server's tree configuration, kept in m.replica.
+func (m *mirrorServer) newReplica(logger *slog.Logger) func(server.ReplicaSetup) (server.Replica, error) {
 	return func(setup server.ReplicaSetup) (server.Replica, error) {
-		rep := mirror.NewReplica(mirror.ReplicaOptions{ServerID: setup.ServerID, Observer: setup.Observer,
+		m.replica = mirror.NewReplica(mirror.ReplicaOptions{ServerID: setup.ServerID, Observer: setup.Observer,
 			Tree: setup.Tree, Logger: logger.With("component", "mirror")})
-		obs, err := zab.Start(zab.Config{MyID: myid, Servers: view.Servers, Handler: rep, Logger: logger.With("component", "zab")})
-		if err != nil {
-			return nil, err
-		}
-		rep.Follow(obs)
-		m.replica, m.obs = rep, obs
-		return rep, nil
+		return m.replica, nil
 	}
 }
 

@@ -116,6 +116,7 @@ func TestMirrorServesClients(t *testing.T) {
 	t.Run("operations", func(t *testing.T) { checkOperations(t, mc, vc) })
 	t.Run("watches", func(t *testing.T) { checkWatches(t, mc, vc) })
 	t.Run("sessions", func(t *testing.T) { checkSessionMoves(t, sm) })
+	t.Run("idle session lives", func(t *testing.T) { checkTouches(t, sm, vc) })
 	t.Run("freeze", func(t *testing.T) { checkFreeze(t, sm, mc, vc) })
 	t.Run("leader killed", func(t *testing.T) { checkLeaderKilled(t, sm) })
 }
@@ -426,6 +427,34 @@ func checkSessionMoves(t *testing.T, sm *servingMirror) {
 	check.Sync("/")
 	if ok, _, err := check.Exists("/closing"); err != nil || ok {
 		t.Errorf("ephemeral of a session closed on the mirror still on ZooKeeper: %v %v", ok, err)
+	}
+}
+
+// checkTouches: a session with a 2 s timeout, idle but pinging on the
+// mirror, outlives several timeouts: the mirror reports it to the leader.
+func checkTouches(t *testing.T, sm *servingMirror, vc *zk.Conn) {
+	c, events, err := zk.Connect([]string{sm.addr}, 2*time.Second, zk.WithLogger(testutil.QuietLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Create("/idle", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(6 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateExpired || ev.State == zk.StateDisconnected {
+				t.Fatalf("idle session on the mirror: %v", ev.State)
+			}
+		case <-deadline:
+			done = true
+		}
+	}
+	vc.Sync("/idle")
+	if _, st, err := vc.Get("/idle"); err != nil || st.EphemeralOwner != c.SessionID() {
+		t.Errorf("the idle session's ephemeral on ZooKeeper: %+v %v", st, err)
 	}
 }
 
