@@ -91,9 +91,9 @@ type Replica struct {
 	reqSeq atomic.Uint64
 	// stopped is set by Close: the server's hook is called no more.
 	stopped atomic.Bool
-	lost   chan struct{} // signalled (cap 1) when the leader link ends or a resync happened
-	stop   chan struct{}
-	done   chan struct{}
+	lost    chan struct{} // signalled (cap 1) when the leader link ends or a resync happened
+	stop    chan struct{}
+	done    chan struct{}
 
 	// owned by the protocol's goroutine
 	cur     *waiter // the waiter Applying matched, for Applied
