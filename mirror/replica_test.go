@@ -1,6 +1,8 @@
 package mirror
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -309,3 +311,29 @@ func TestReplicaFreezeHoldsWrites(t *testing.T) {
 }
 
 type replicationOutcome = replication.Outcome
+
+// A re-sync by SNAP replaces the state: the requests sent before it fail
+// (their fate is unknown), the server hears Restored, and the server
+// must wait for the mirror again before it serves.
+func TestReplicaResyncBySnapshot(t *testing.T) {
+	r, _, hooks := newTestReplica(t)
+	ch := r.Submit(&txnlog.Txn{Tree: datatree.Txn{Type: jute.OpDelete, SessionID: 5,
+		Request: &jute.DeleteRequest{Path: "/a", Version: -1}}})
+	body := recordedSnapshot(t, "snapshot.3f")
+	if err := r.Snapshot(0x3f, bufio.NewReader(bytes.NewReader(body))); err != nil {
+		t.Fatal(err)
+	}
+	if hooks.restored != 0 {
+		t.Fatal("Restored before the sync ended")
+	}
+	r.UpToDate()
+	if hooks.restored != 1 || r.LastZxid() != 0x3f {
+		t.Fatalf("after the re-sync: %d Restored, zxid %#x", hooks.restored, r.LastZxid())
+	}
+	if o := outcome(t, ch); !errors.Is(o.Err, ErrLinkLost) {
+		t.Errorf("request sent before the re-sync: %+v", o)
+	}
+	if err := r.QuorumHealth(time.Second); err == nil {
+		t.Error("healthy before the server waited for the re-synced mirror")
+	}
+}
