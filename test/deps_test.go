@@ -22,7 +22,7 @@ var allowedImports = map[string][]string{
 	"server/ops":        {"jute", "datatree", "session", "txnlog", "replication", "watch", "conf", "server", "acl", "internal/zkimport"},
 	"cmd/zkserverd":     {"conf", "server", "server/ops", "internal/zkimport", "zab", "mirror"},
 	"zab":               {"jute"},
-	"mirror":            {"jute", "acl", "datatree", "session", "internal/zkimport"},
+	"mirror":            {"jute", "acl", "datatree", "session", "internal/zkimport", "txnlog", "replication"}, // txnlog, replication: a Replica serves a server (replica.go)
 	"internal/zkproc":   {"internal/testutil"},
 	"internal/zkimport": {"jute", "datatree", "session", "replication"},
 	"server/servertest": {"server", "server/ops"},
