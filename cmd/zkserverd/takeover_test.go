@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -219,8 +218,8 @@ func TestTakeoverMemberSessionClocks(t *testing.T) {
 	if err := checkTakeoverConfig(cfgPath, 4); err != nil {
 		t.Fatal(err)
 	}
-	var log bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &log}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	started := time.Now()
 	srv, err := startTakeoverMember(context.Background(), cfgPath, 4, &replication.SeedInput{Tree: tree, Sessions: sessions, LastZxid: last}, logger)
 	if err != nil {
@@ -277,16 +276,4 @@ func TestTakeoverMemberSessionClocks(t *testing.T) {
 	if err != nil || st == nil || uint64(st.Czxid) <= uint64(last) {
 		t.Errorf("a write after the takeover: %+v %v, want a czxid above %#x", st, err, last)
 	}
-}
-
-// syncWriter serializes writes to w.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
