@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,11 +225,31 @@ func (t *takeover) Unfreeze() error {
 // its quorum port (only the leader listens there) or its election port
 // (every running voter does).
 func (t *takeover) ZooKeeperReachable(ctx context.Context) bool {
-	var addrs []string
-	for _, s := range t.opts.view.Voters() {
-		addrs = append(addrs, s.Addr, s.ElectionAddr)
+	return anyAccepts(ctx, t.voterAddrs(), t.opts.dialTimeout)
+}
+
+// voterAddrs returns the quorum and election addresses of the voters of
+// the ensemble's configuration file and of its current configuration in
+// /zookeeper/config (a reconfig may have added voters since the mirror
+// started).
+func (t *takeover) voterAddrs() []string {
+	views := []zab.View{t.opts.view}
+	if data, _, _ := t.opts.st.Tree().GetData("/zookeeper/config", nil, nil); len(data) > 0 {
+		if v, err := zab.ParseView(string(data)); err == nil {
+			views = append(views, v)
+		}
 	}
-	return anyAccepts(ctx, addrs, t.opts.dialTimeout)
+	var addrs []string
+	for _, v := range views {
+		for _, s := range v.Voters() {
+			for _, a := range []string{s.Addr, s.ElectionAddr} {
+				if !slices.Contains(addrs, a) {
+					addrs = append(addrs, a)
+				}
+			}
+		}
+	}
+	return addrs
 }
 
 // anyAccepts dials every address at once and reports whether any accepts

@@ -28,7 +28,7 @@ type takeoverFlags struct {
 // ZooKeeper ensemble become a zkserverd ensemble of their own, every
 // session and zxid kept (takeover.go has the mirror's side).
 func newTakeoverCommand() *cobra.Command {
-	f := takeoverFlags{poll: 250 * time.Millisecond}
+	f := takeoverFlags{poll: 500 * time.Millisecond}
 	cmd := &cobra.Command{
 		Use:   "takeover --mirror http://HOST:PORT [--mirror ...]",
 		Short: "Switch the mirrors of a ZooKeeper ensemble to a zkserverd ensemble of their own",

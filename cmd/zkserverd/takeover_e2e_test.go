@@ -74,9 +74,13 @@ func startMirrorProc(t *testing.T, m *mirrorProc, ensembleCfg string) {
 		m.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-m.exited:
+			if m.exitError != nil { // a race the detector found exits 66
+				t.Errorf("mirror %d exited with %v on SIGTERM", m.id, m.exitError)
+			}
 		case <-time.After(20 * time.Second):
 			m.cmd.Process.Kill()
 			<-m.exited
+			t.Errorf("mirror %d did not stop within 20 s of SIGTERM", m.id)
 		}
 		if t.Failed() {
 			b, _ := os.ReadFile(m.log)

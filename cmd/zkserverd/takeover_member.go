@@ -153,8 +153,12 @@ func startTakeoverMember(ctx context.Context, path string, myid int64, seed *rep
 		if err != nil {
 			return nil, fmt.Errorf("takeover: seed %s: %w", cfg.DataDir, err)
 		}
+		sessions := 0
+		if seed.Sessions != nil {
+			sessions = seed.Sessions.Len()
+		}
 		logger.Info("seeded the takeover data directory", "dir", cfg.DataDir, "znodes", seed.Tree.NodeCount(),
-			"sessions", seed.Sessions.Len(), "last_zxid", zxidHex(seed.LastZxid), "snapshot_bytes", size)
+			"sessions", sessions, "last_zxid", zxidHex(seed.LastZxid), "snapshot_bytes", size)
 	}
 	applyMemoryLimit(cfg, os.Getenv, os.DirFS("/"), logger) // memlimit.go, as run does
 	return startServer(ctx, cfg, logger)
