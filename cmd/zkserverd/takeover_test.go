@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,9 +22,11 @@ import (
 	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/jute"
+	"github.com/zkserverd/zkserverd/mirror"
 	"github.com/zkserverd/zkserverd/replication"
 	"github.com/zkserverd/zkserverd/session"
 	"github.com/zkserverd/zkserverd/test/ports"
+	"github.com/zkserverd/zkserverd/zab"
 )
 
 func TestChooseSeeder(t *testing.T) {
@@ -275,5 +280,106 @@ func TestTakeoverMemberSessionClocks(t *testing.T) {
 	_, st, err := conn.Exists(created)
 	if err != nil || st == nil || uint64(st.Czxid) <= uint64(last) {
 		t.Errorf("a write after the takeover: %+v %v, want a czxid above %#x", st, err, last)
+	}
+}
+
+// fakeFreezer counts freezes and unfreezes; err fails Freeze.
+type fakeFreezer struct {
+	mu               sync.Mutex
+	frozen, unfrozen int
+	zxid             int64
+	err              error
+}
+
+func (f *fakeFreezer) Freeze(context.Context) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return 0, f.err
+	}
+	f.frozen++
+	return f.zxid, nil
+}
+
+func (f *fakeFreezer) Unfreeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unfrozen++
+}
+
+// TestTakeoverSteps drives a mirror's takeover endpoints through the
+// steps allowed before the switch: each step answers the code of its
+// phase, and a switch is refused while a "voter" (a listener standing
+// for one) accepts connections, or without a takeover configuration.
+func TestTakeoverSteps(t *testing.T) {
+	voter, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer voter.Close()
+	go func() {
+		for {
+			c, err := voter.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	closed := "127.0.0.1:1" // nothing listens there
+	view := zab.View{Servers: []zab.Server{{ID: 1, Addr: closed, ElectionAddr: voter.Addr().String()}, {ID: 4, Addr: closed, ElectionAddr: closed, Observer: true}}}
+	fz := &fakeFreezer{zxid: 0x100000007}
+	newMux := func(cfg string) (*takeover, *http.ServeMux) {
+		tk := newTakeover(takeoverOptions{myid: 4, configPath: cfg, view: view, st: mirror.New(mirror.Options{}), freezer: fz, dialTimeout: time.Second})
+		mux := http.NewServeMux()
+		tk.routes(mux)
+		return tk, mux
+	}
+	tk, mux := newMux("/nonexistent/takeover.cfg")
+	steps := []struct {
+		method, path string
+		code         int
+		phase        string
+		body         string // a substring of the answer
+	}{
+		{"POST", "/takeover/switch?seed=true", http.StatusConflict, phaseMirroring, "cannot switch in phase mirroring"},
+		{"POST", "/takeover/freeze", http.StatusOK, phaseFrozen, `"last_zxid":"0x100000007"`},
+		{"POST", "/takeover/switch?seed=maybe", http.StatusBadRequest, phaseFrozen, "seed=true or seed=false"},
+		{"POST", "/takeover/switch?seed=true", http.StatusConflict, phaseFrozen, "still accepts connections"},
+		{"POST", "/takeover/unfreeze", http.StatusOK, phaseMirroring, `"phase":"mirroring"`},
+		{"POST", "/takeover/freeze", http.StatusOK, phaseFrozen, `"phase":"frozen"`},
+	}
+	for _, s := range steps {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(s.method, s.path, nil))
+		if rec.Code != s.code || tk.Phase() != s.phase || !strings.Contains(rec.Body.String(), s.body) {
+			t.Fatalf("%s %s: %d %s in phase %s, want %d with %q in phase %s", s.method, s.path, rec.Code, rec.Body.String(), tk.Phase(), s.code, s.body, s.phase)
+		}
+	}
+	if fz.frozen != 2 || fz.unfrozen != 1 {
+		t.Errorf("freezer: %d freezes and %d unfreezes, want 2 and 1", fz.frozen, fz.unfrozen)
+	}
+	if st := tk.status(context.Background()); !st.ZooKeeperReachable || st.Phase != phaseFrozen {
+		t.Errorf("status %+v, want frozen and ZooKeeper reachable", st)
+	}
+	voter.Close()
+	if tk.ZooKeeperReachable(context.Background()) {
+		t.Error("ZooKeeper reachable with no voter listening")
+	}
+
+	// A failed freeze leaves the mirror mirroring and releases the writes.
+	fz.err = errors.New("no leader")
+	tk, mux = newMux("/nonexistent/takeover.cfg")
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/takeover/freeze", nil))
+	if rec.Code != http.StatusInternalServerError || tk.Phase() != phaseMirroring || fz.unfrozen != 2 {
+		t.Errorf("failed freeze: %d %s, phase %s, %d unfreezes", rec.Code, rec.Body.String(), tk.Phase(), fz.unfrozen)
+	}
+	// Without --takeover-config a switch is refused.
+	_, mux = newMux("")
+	rec = httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/takeover/switch?seed=false", nil))
+	if rec.Code != http.StatusPreconditionFailed {
+		t.Errorf("switch without a takeover configuration: %d %s, want 412", rec.Code, rec.Body.String())
 	}
 }
