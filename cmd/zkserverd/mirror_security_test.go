@@ -107,13 +107,13 @@ type runningMirror struct {
 	stop   func()
 }
 
-// startMirror runs `zkserverd mirror` as sid myid on cfgPath until the
-// test ends; it must then stop without error.
-func (s *securedEnsemble) startMirror(t *testing.T, ctx context.Context, cfgPath string, myid int64) *runningMirror {
+// startMirror runs `zkserverd mirror` as sid myid on cfgPath, with the
+// extra flags given, until the test ends; it must then stop without error.
+func (s *securedEnsemble) startMirror(t *testing.T, ctx context.Context, cfgPath string, myid int64, flags ...string) *runningMirror {
 	t.Helper()
 	m := &runningMirror{status: "127.0.0.1:" + strconv.Itoa(s.picker.Free(t)), log: &lockedBuffer{}}
 	root := newRootCommand(&bytes.Buffer{}, m.log)
-	root.SetArgs([]string{"mirror", "--ensemble", cfgPath, "--myid", strconv.FormatInt(myid, 10), "--status-addr", m.status})
+	root.SetArgs(append([]string{"mirror", "--ensemble", cfgPath, "--myid", strconv.FormatInt(myid, 10), "--status-addr", m.status}, flags...))
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(runCtx) }()
@@ -227,8 +227,8 @@ func TestMirrorWithQuorumTLS(t *testing.T) {
 // TestMirrorWithQuorumSASL runs ZooKeeper's voters with quorum SASL
 // (DIGEST-MD5, learner and server login required) and a mirror whose JAAS
 // file, named by -Djava.security.auth.login.config in SERVER_JVMFLAGS as
-// for a member, holds the same credentials: it syncs and follows writes.
-// A mirror with a wrong QuorumLearner password is refused, and logs it.
+// for a member, holds the same credentials: it syncs, follows writes and
+// serves clients. A mirror with a wrong QuorumLearner password is refused, and logs it.
 // With ZooKeeper before 3.8.5, a mirror whose myid is smaller than the
 // voters' and that requires their login is refused as ZooKeeper's own
 // observer is (ZOOKEEPER-4886), and logs why; without
@@ -242,8 +242,19 @@ func TestMirrorWithQuorumSASL(t *testing.T) {
 	s := launchSecured(t, ctx, saslLines, []string{"-Djava.security.auth.login.config=" + jaas}, nil)
 
 	t.Setenv("SERVER_JVMFLAGS", "-Djava.security.auth.login.config="+jaas)
-	good := s.startMirror(t, ctx, s.mirrorConfig(t, "good.cfg", saslLines), 6)
+	// This one also serves clients (--client-addr), through the same
+	// connections.
+	clientAddr := "127.0.0.1:" + strconv.Itoa(s.picker.Free(t))
+	good := s.startMirror(t, ctx, s.mirrorConfig(t, "good.cfg", saslLines), 6, "--client-addr", clientAddr)
 	s.expectFollows(t, good)
+	conn, _, err := zk.Connect([]string{clientAddr}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if data, _, err := conn.Get("/s1"); err != nil || string(data) != "/s1" {
+		t.Fatalf("read through the mirror: %q, %v", data, err)
+	}
 
 	wrong := testutil.WriteQuorumJAAS(t, t.TempDir(), "secret", "wrong")
 	bad := s.startMirror(t, ctx, s.mirrorConfig(t, "bad.cfg", append(saslLines, "java.security.auth.login.config="+wrong)), 7)
