@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -204,4 +206,46 @@ func FuzzQuorumAuthCheck(f *testing.F) {
 			t.Fatalf("input %q logged in as %q", data, user)
 		}
 	})
+}
+
+// countingNetwork is plain TCP that records the addresses it dials and
+// listens on. mu guards dials and listens.
+type countingNetwork struct {
+	mu             sync.Mutex
+	dials, listens []string
+}
+
+func (n *countingNetwork) Dial(addr string, timeout time.Duration) (net.Conn, error) {
+	n.mu.Lock()
+	n.dials = append(n.dials, addr)
+	n.mu.Unlock()
+	return tcpNetwork{}.Dial(addr, timeout)
+}
+
+func (n *countingNetwork) Listen(addr string) (net.Listener, error) {
+	n.mu.Lock()
+	n.listens = append(n.listens, addr)
+	n.mu.Unlock()
+	return tcpNetwork{}.Listen(addr)
+}
+
+// TestConfigNetworkOpensEveryConnection: the election listener, the
+// election connections and the leader connection all go through
+// Config.Network (where quorum TLS is run).
+func TestConfigNetworkOpensEveryConnection(t *testing.T) {
+	e := newTestEnsemble(t, 1, 5)
+	n := &countingNetwork{}
+	e.cfg.Network = n
+	e.start(t, newRecorder())
+	e.leader.next(t).register(1, 2)
+	voter, _ := View{Servers: e.cfg.Servers}.Server(5)
+	me, _ := View{Servers: e.cfg.Servers}.Server(1)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !slices.Equal(n.listens, []string{me.ElectionAddr}) {
+		t.Errorf("listened on %v, want the observer's election address %s", n.listens, me.ElectionAddr)
+	}
+	if !slices.Contains(n.dials, voter.ElectionAddr) || !slices.Contains(n.dials, voter.Addr) {
+		t.Errorf("dialled %v, want the voter's election address %s and its quorum address %s", n.dials, voter.ElectionAddr, voter.Addr)
+	}
 }
