@@ -91,6 +91,10 @@ type State struct {
 	lastZxid int64
 	err      error // set when broken
 	synced   bool  // UpToDate seen since the last Snapshot
+	// digestZxid and digest are the zxid and tree digest published by
+	// the updating goroutine after each checked transaction and at
+	// UpToDate (DigestAt).
+	digestZxid, digest int64
 }
 
 // New returns a State holding a new ZooKeeper server's state: the system
@@ -107,6 +111,7 @@ func New(opts Options) *State {
 	s.tree = datatree.New(s.cfg)
 	s.sessions = session.NewTable()
 	s.dig = newDigester(s.tree, s.auth.token)
+	s.digest = s.dig.value
 	return s
 }
 
@@ -153,6 +158,15 @@ func (s *State) Synced() bool {
 // updating goroutine may call it.
 func (s *State) Digest() int64 { return s.dig.value }
 
+// DigestAt returns a zxid and ZooKeeper's digest of the tree at that zxid:
+// those of the last transaction applied outside a sync phase, or of the
+// last UpToDate. Any goroutine may call it.
+func (s *State) DigestAt() (zxid, digest int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.digestZxid, s.digest
+}
+
 // UpToDate records that the sync phase is over. The transactions applied
 // since the last Snapshot become the tree (catchup.go); if that fails, the
 // State is broken.
@@ -166,6 +180,7 @@ func (s *State) UpToDate() {
 	s.mu.Lock()
 	s.synced = true
 	zxid := s.lastZxid
+	s.digestZxid, s.digest = zxid, s.dig.value
 	s.mu.Unlock()
 	s.log.Info("mirror is up to date", "zxid", zxidString(zxid))
 }
@@ -275,6 +290,7 @@ func (s *State) Txn(zxid int64, data []byte) error {
 	}
 	s.mu.Lock()
 	s.lastZxid = zxid
+	s.digestZxid, s.digest = zxid, s.dig.value
 	s.mu.Unlock()
 	return nil
 }
