@@ -317,6 +317,11 @@ func (t *takeover) doSwitch(ctx context.Context, seed bool) error {
 	if err := t.opts.st.Err(); err != nil {
 		return fmt.Errorf("takeover: the mirrored state is broken, it cannot be taken over: %w", err)
 	}
+	if seed && !t.opts.st.Synced() {
+		// Between a SNAP and UPTODATE the tree is a fuzzy snapshot
+		// still being caught up: not a state ZooKeeper ever had.
+		return errors.New("takeover: the mirror's last sync with ZooKeeper's leader did not finish; its state cannot seed the ensemble")
+	}
 	last := t.opts.st.LastZxid()
 	t.mu.Lock()
 	t.lastZxid, t.seeded = last, seed

@@ -84,7 +84,11 @@ func startMirrorProc(t *testing.T, m *mirrorProc, ensembleCfg string) {
 		}
 		if t.Failed() {
 			b, _ := os.ReadFile(m.log)
-			t.Logf("mirror %d log:\n%s", m.id, lastLines(string(b), 60))
+			log := string(b)
+			if i := strings.Index(log, "WARNING: DATA RACE"); i >= 0 {
+				log = log[i:] // the race detector's report, in full
+			}
+			t.Logf("mirror %d log:\n%s", m.id, lastLines(log, 150))
 		}
 	})
 }

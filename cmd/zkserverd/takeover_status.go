@@ -26,6 +26,11 @@ import (
 type takeoverStatus struct {
 	Phase              string `json:"phase"`
 	ZooKeeperReachable bool   `json:"zookeeper_reachable"`
+	// TakeoverConfig: the mirror has a --takeover-config (it can switch).
+	TakeoverConfig bool `json:"takeover_config"`
+	// Seedable: the mirrored state is whole (no sync with ZooKeeper's
+	// leader left half done, not diverged), so it may seed the ensemble.
+	Seedable bool `json:"seedable"`
 	// After the switch: whether this member was seeded, its mode
 	// (standalone, leader, follower...) once serving, and the failure.
 	Seeded        bool   `json:"seeded,omitempty"`
@@ -40,7 +45,7 @@ const reachableProbeTimeout = time.Second
 // while the mirror still follows them.
 func (t *takeover) status(ctx context.Context) takeoverStatus {
 	t.mu.Lock()
-	s := takeoverStatus{Phase: t.phase, Seeded: t.seeded}
+	s := takeoverStatus{Phase: t.phase, Seeded: t.seeded, TakeoverConfig: t.opts.configPath != "", Seedable: t.opts.st.Synced()}
 	if t.err != nil {
 		s.TakeoverError = t.err.Error()
 	}
