@@ -380,11 +380,18 @@ func TestTakeoverSteps(t *testing.T) {
 	if tk.ZooKeeperReachable(context.Background()) {
 		t.Error("ZooKeeper reachable with no voter listening")
 	}
+	// The voters are gone, but this mirror never finished a sync: it
+	// cannot seed, and stays frozen (before the point of no return).
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/takeover/switch?seed=true", nil))
+	if rec.Code != http.StatusConflict || tk.Phase() != phaseFrozen || !strings.Contains(rec.Body.String(), "did not finish") {
+		t.Errorf("seeding from an unfinished sync: %d %s in phase %s, want 409 and frozen", rec.Code, rec.Body.String(), tk.Phase())
+	}
 
 	// A failed freeze leaves the mirror mirroring and releases the writes.
 	fz.err = errors.New("no leader")
 	tk, mux = newMux("/nonexistent/takeover.cfg")
-	rec := httptest.NewRecorder()
+	rec = httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/takeover/freeze", nil))
 	if rec.Code != http.StatusInternalServerError || tk.Phase() != phaseMirroring || fz.unfrozen != 2 {
 		t.Errorf("failed freeze: %d %s, phase %s, %d unfreezes", rec.Code, rec.Body.String(), tk.Phase(), fz.unfrozen)
