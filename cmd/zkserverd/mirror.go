@@ -27,6 +27,7 @@ type mirrorFlags struct {
 	ensemble   string // the ZooKeeper ensemble's zoo.cfg (or dynamic file)
 	myid       int64
 	statusAddr string
+	clientAddr string // serve ZooKeeper clients here (mirror_serve.go); "" = none
 	logLevel   string
 	logFormat  string
 	// takeoverConfig is the zkserverd configuration this mirror becomes
@@ -46,6 +47,8 @@ func newMirrorCommand(stderr io.Writer) *cobra.Command {
 			"server.N line, role observer, must be in the ensemble's configuration) and keeps\n" +
 			"a replica of the ensemble's tree, sessions and zxid, checked against ZooKeeper's\n" +
 			"digest at every transaction. --status-addr serves GET /mirror (JSON) and /ready.\n" +
+			"With --client-addr it also serves ZooKeeper clients there, as an observer does:\n" +
+			"reads from its replica, writes and sessions through the ZooKeeper leader.\n" +
 			"It stops with an error when its state diverges from the ensemble's.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -58,6 +61,7 @@ func newMirrorCommand(stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.ensemble, "ensemble", "", "the ZooKeeper ensemble's zoo.cfg (server.N lines; its dynamicConfigFile is read too)")
 	fl.Int64Var(&f.myid, "myid", 0, "this mirror's sid: the N of its server.N=...:observer line")
 	fl.StringVar(&f.statusAddr, "status-addr", "127.0.0.1:8080", "address of the status endpoint (empty: none)")
+	fl.StringVar(&f.clientAddr, "client-addr", "", "serve ZooKeeper clients on this host:port as a ZooKeeper observer does (empty: none)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.takeoverConfig, "takeover-config", "", "the zkserverd zoo.cfg this mirror runs as a member after a takeover (server.N lines of the mirrors, an empty dataDir); see zkserverd takeover --help")
@@ -81,13 +85,35 @@ func runMirror(ctx context.Context, f mirrorFlags, stderr io.Writer) error {
 			return err
 		}
 	}
-	st := mirror.New(mirror.Options{Logger: logger.With("component", "mirror")})
-	obs, err := zab.Start(zab.Config{MyID: f.myid, Servers: view.Servers, Handler: st, Logger: logger.With("component", "zab")})
-	if err != nil {
-		return fmt.Errorf("mirror: %w", err)
+	var (
+		st  *mirror.State
+		obs *zab.Observer
+		tko = takeoverOptions{myid: f.myid, configPath: f.takeoverConfig, view: view, logger: logger}
+	)
+	if f.clientAddr != "" {
+		served, err := startMirrorServer(ctx, f, view, logger)
+		if err != nil {
+			return err
+		}
+		defer served.Close()
+		st, obs = served.replica.State(), served.obs
+		tko.freezer, tko.clients = served, served
+	} else {
+		sec, err := readMirrorSecurity(f.ensemble, logger) // quorum TLS and SASL (mirror_security.go)
+		if err != nil {
+			return err
+		}
+		st = mirror.New(mirror.Options{Logger: logger.With("component", "mirror")})
+		zcfg := zab.Config{MyID: f.myid, Servers: view.Servers, Handler: st, Logger: logger.With("component", "zab")}
+		sec.apply(&zcfg)
+		obs, err = zab.Start(zcfg)
+		if err != nil {
+			return fmt.Errorf("mirror: %w", err)
+		}
+		defer obs.Close()
 	}
-	defer obs.Close()
-	tk := newTakeover(takeoverOptions{myid: f.myid, configPath: f.takeoverConfig, view: view, st: st, obs: obs, logger: logger})
+	tko.st, tko.obs = st, obs
+	tk := newTakeover(tko)
 	if f.statusAddr != "" {
 		srv, err := serveMirrorStatus(f.statusAddr, f.myid, st, obs, tk, logger)
 		if err != nil {
@@ -95,7 +121,7 @@ func runMirror(ctx context.Context, f mirrorFlags, stderr io.Writer) error {
 		}
 		defer srv.Close()
 	}
-	logger.Info("mirroring", "myid", f.myid, "voters", len(view.Voters()), "status", f.statusAddr)
+	logger.Info("mirroring", "myid", f.myid, "voters", len(view.Voters()), "status", f.statusAddr, "clients", f.clientAddr)
 	select {
 	case <-ctx.Done():
 	case <-obs.Done():
