@@ -63,6 +63,13 @@ func startMirrorProc(t *testing.T, m *mirrorProc, ensembleCfg string) {
 	if m.serve {
 		args = append(args, "--client-addr", m.client)
 	}
+	startZkserverdProc(t, m, args...)
+}
+
+// startZkserverdProc runs `zkserverd args...` as m's process; cleanup
+// stops it with SIGTERM and expects a clean exit.
+func startZkserverdProc(t *testing.T, m *mirrorProc, args ...string) {
+	t.Helper()
 	m.cmd = exec.Command(os.Args[0], args...)
 	m.cmd.Env = append(os.Environ(), runAsZkserverdEnv+"=1")
 	logf, err := os.Create(m.log)
@@ -139,6 +146,8 @@ func (r *stateRecorder) seen() []zk.State {
 // ephemerals, a session opened on ZooKeeper resumes on
 // another member with ZooKeeper's password, a session whose client never
 // comes back expires, the data is there and new zxids follow ZooKeeper's.
+// Afterwards a member leaves its mirror process for a plain `zkserverd
+// --config` on the same data directory.
 func TestTakeoverFromZooKeeper(t *testing.T) {
 	zkproc.Require(t)
 	picker := ports.ForCmd()
@@ -381,6 +390,33 @@ func TestTakeoverFromZooKeeper(t *testing.T) {
 		if s := getMirrorStatus(t, m.status); resp.StatusCode != http.StatusOK || s.Phase != phaseServing || s.Mode == "" {
 			t.Errorf("member %d: /ready %d, status %+v", m.id, resp.StatusCode, s)
 		}
+	}
+
+	// Afterwards: member 6 leaves its mirror process for an ordinary
+	// `zkserverd --config` on the same data directory, and serves the data.
+	m6 := mirrors[2]
+	m6.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m6.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("mirror 6 did not stop within 20 s of SIGTERM")
+	}
+	if m6.exitError != nil {
+		t.Fatalf("mirror 6 exited with %v", m6.exitError)
+	}
+	server6 := &mirrorProc{id: 6, client: m6.client, log: m6.log + ".server"}
+	startZkserverdProc(t, server6, "--config", m6.cfg)
+	testutil.Eventually(t, 30*time.Second, "member 6 serves as a plain server", func() bool {
+		mode := testutil.FourLetterLine(m6.client, "srvr", "Mode: ")
+		return mode == "follower" || mode == "leader"
+	})
+	c6, _, err := zk.Connect([]string{m6.client}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c6.Close()
+	if data, _, err := c6.Get("/data9"); err != nil || string(data) != "9" {
+		t.Errorf("/data9 on the restarted member 6: %q %v", data, err)
 	}
 }
 
