@@ -92,10 +92,6 @@ type State struct {
 	lastZxid int64
 	err      error // set when broken
 	synced   bool  // UpToDate seen since the last Snapshot
-	// digestZxid and digest are the zxid and tree digest published by
-	// the updating goroutine after each checked transaction and at
-	// UpToDate (DigestAt).
-	digestZxid, digest int64
 }
 
 // New returns a State holding a new ZooKeeper server's state: the system
@@ -112,7 +108,6 @@ func New(opts Options) *State {
 	s.tree = datatree.New(s.cfg)
 	s.sessions = session.NewTable()
 	s.dig = newDigester(s.tree, s.auth.token)
-	s.digest = s.dig.value
 	return s
 }
 
@@ -164,15 +159,6 @@ func (s *State) Digest() int64 {
 	return d.value.Load()
 }
 
-// DigestAt returns a zxid and ZooKeeper's digest of the tree at that zxid:
-// those of the last transaction applied outside a sync phase, or of the
-// last UpToDate. Any goroutine may call it.
-func (s *State) DigestAt() (zxid, digest int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.digestZxid, s.digest
-}
-
 // UpToDate records that the sync phase is over. The transactions applied
 // since the last Snapshot become the tree (catchup.go); if that fails, the
 // State is broken.
@@ -186,7 +172,6 @@ func (s *State) UpToDate() {
 	s.mu.Lock()
 	s.synced = true
 	zxid := s.lastZxid
-	s.digestZxid, s.digest = zxid, s.dig.value
 	s.mu.Unlock()
 	s.log.Info("mirror is up to date", "zxid", zxidString(zxid))
 }
@@ -296,7 +281,6 @@ func (s *State) Txn(zxid int64, data []byte) error {
 	}
 	s.mu.Lock()
 	s.lastZxid = zxid
-	s.digestZxid, s.digest = zxid, s.dig.value
 	s.mu.Unlock()
 	return nil
 }

@@ -417,9 +417,6 @@ func TestDigestFollowsTheTree(t *testing.T) {
 	if st.Digest() != want {
 		t.Fatalf("kept digest %#x, from scratch %#x", st.Digest(), want)
 	}
-	if zxid, d := st.DigestAt(); zxid != st.LastZxid() || d != want {
-		t.Fatalf("DigestAt %#x %#x, want %#x %#x", zxid, d, st.LastZxid(), want)
-	}
 	// The next create's digest, computed on a copy fed the same txns.
 	shadow := newSynced(t, new([]Applied))
 	feed(t, shadow, everyChange()...)

@@ -200,11 +200,10 @@ type mirrorStatus struct {
 func statusOf(myid int64, st *mirror.State, obs *zab.Observer) mirrorStatus {
 	leader, _ := obs.Leader()
 	stats := obs.Stats()
-	_, digest := st.DigestAt() // Digest is the updating goroutine's only
 	s := mirrorStatus{
 		MyID: myid, Leader: leader, Synced: st.Synced() && leader != 0,
 		LastZxid: fmt.Sprintf("%#x", st.LastZxid()), Znodes: st.Tree().NodeCount(),
-		Sessions: st.Sessions().Len(), Digest: digest, Syncs: stats.Syncs, Txns: stats.Txns,
+		Sessions: st.Sessions().Len(), Digest: st.Digest(), Syncs: stats.Syncs, Txns: stats.Txns,
 	}
 	if err := errors.Join(obs.Err(), st.Err()); err != nil {
 		s.Error, s.Synced = err.Error(), false
