@@ -568,6 +568,9 @@ func seedStandalone(t *testing.T, size int, emptyFirst bool) {
 			e.Start(i)
 		}
 	}
+	started := time.Now()
+	e.WaitServing(0)
+	t.Logf("member 1, the one with data, serves %v after it started", time.Since(started).Round(time.Millisecond))
 	for i := range size {
 		e.WaitServing(i)
 	}
