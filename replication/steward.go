@@ -43,6 +43,9 @@ type stewardState struct {
 	checkpointZxid int64
 	checkpointed   bool
 	lastReconcile  time.Time
+	// saidShort is set once the leader said it serves no client until
+	// more listed members vote (cleared when it stops leading).
+	saidShort bool
 	// catchUpTo is, per member added as a non-voter, the last entry the
 	// leader had applied when it was added: once the member applied that
 	// far it is promoted to voter.
@@ -82,13 +85,18 @@ func (n *Node) steward() {
 // again: every stewardTick, sooner while the membership grows.
 func (n *Node) stewardDuties(st *stewardState) time.Duration {
 	if !n.IsLeader() {
-		st.checkpointed, st.lastCheckpoint = false, time.Now()
+		st.checkpointed, st.lastCheckpoint, st.saidShort = false, time.Now(), false
 		return stewardTick
 	}
 	n.ensureIdentity()
 	n.maybeCheckpoint(st)
 	if !n.clustered() {
 		return stewardTick
+	}
+	if err := n.awaitingVoters(); err != nil && !st.saidShort {
+		st.saidShort = true
+		n.log.Info("leading, but serving no client until a majority of the listed participants are voters: the leader adds and promotes them as they answer",
+			"reason", err)
 	}
 	every := n.reconcileInterval(st)
 	if time.Since(st.lastReconcile) >= every {

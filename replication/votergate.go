@@ -32,6 +32,7 @@ var ErrAwaitingVoters = errors.New("replication: waiting for listed members to j
 // never stops the others from serving.
 type voterGate struct {
 	opened atomic.Bool
+	closed atomic.Bool // it was found closed before it opened
 }
 
 // awaitingVoters reports why this member may not serve yet under the
@@ -49,11 +50,12 @@ func (n *Node) awaitingVoters() error {
 	}
 	voters := n.listedVoters(listed)
 	if voters >= len(listed)/2+1 {
-		if n.gate.opened.CompareAndSwap(false, true) {
+		if n.gate.opened.CompareAndSwap(false, true) && n.gate.closed.Load() {
 			n.log.Info("a majority of the listed participants are voters", "voters", voters, "participants", len(listed))
 		}
 		return nil
 	}
+	n.gate.closed.Store(true)
 	return fmt.Errorf("%w: %d of %d participants are voters", ErrAwaitingVoters, voters, len(listed))
 }
 
