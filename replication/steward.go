@@ -2,6 +2,7 @@ package replication
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,12 +180,17 @@ func (n *Node) reconcile(st *stewardState) {
 	servers := f.Configuration().Servers
 	n.fixOwnAddress(servers)
 	replicated := n.replicatedMembers()
+	listed := make(map[int64]bool, len(n.cfg.Peers))
 	for _, p := range n.cfg.Peers {
 		if p.ID == n.cfg.ServerID || (replicated != nil && !replicated[p.ID]) {
 			continue
 		}
+		listed[p.ID] = true
 		n.reconcileMember(st, p, servers)
 	}
+	// A member a reconfig removed while it caught up is no longer waited
+	// for (catchUpTo also sets how often reconcile runs).
+	maps.DeleteFunc(st.catchUpTo, func(id int64, _ uint64) bool { return !listed[id] })
 }
 
 // reconcileMember brings one listed member into the membership.

@@ -98,6 +98,14 @@ func TestSeededLeaderWaitsForAMajorityOfVoters(t *testing.T) {
 
 	joined := time.Now()
 	c.start(1)
+	// The joined member is not ready while it is a non-voter either: it
+	// would forward writes that the seed commits alone.
+	for deadline := time.Now().Add(15 * time.Second); seed.QuorumHealth(silence) != nil && time.Now().Before(deadline); {
+		if c.nodes[1].QuorumHealth(silence) == nil && seed.Membership().Followers == 0 {
+			t.Fatal("the joined member is in a working quorum while the seed is the only voter")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	ctx, cancel = context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := seed.WaitReady(ctx); err != nil {
