@@ -41,6 +41,11 @@ func TestNormalizeKeepsDifferences(t *testing.T) {
 		{"cversion", "cversion = -2\n", "cversion = 0\n"},
 		{"sequence suffix", "Created /s-0000000001\n", "Created /s-0000000002\n"},
 		{"list items", "| [a, b]\n", "| [a, c]\n"},
+		{"server role", "server.4=127.0.0.1:9001:9002:observer;127.0.0.1:9003\n",
+			"server.4=127.0.0.1:9001:9002:participant;127.0.0.1:9003\n"},
+		{"server without client address", "server.4=127.0.0.1:9001:9002:observer;127.0.0.1:9003\n",
+			"server.4=127.0.0.1:9001:9002:observer\n"},
+		{"server id", "server.4=127.0.0.1:9001:9002:observer\n", "server.5=127.0.0.1:9001:9002:observer\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,6 +64,8 @@ func TestNormalizeHidesRunSpecificValues(t *testing.T) {
 		{"zxid offset", "cZxid = 0x5\nmZxid = 0x7\npZxid = 0x5\n", "cZxid = 0x25\nmZxid = 0x30\npZxid = 0x25\n"},
 		{"session ids", "ephemeralOwner = 0x1000020a02b0003\n", "ephemeralOwner = 0x1a201f168050002\n"},
 		{"port", "Connecting to 127.0.0.1:21810\n", "Connecting to 127.0.0.1:40001\n"},
+		{"server line ports", "server.1=127.0.0.1:9001:9002:participant;127.0.0.1:9003\n",
+			"server.1=127.0.0.1:9101:9102:participant;127.0.0.1:9103\n"},
 		{"millis", "ctime=1795329374788\n", "ctime=1795329375066\n"},
 		{"list order", "| [/a/e2, /a/e1]\n", "| [/a/e1, /a/e2]\n"},
 	}
