@@ -38,6 +38,7 @@ func TestNormalizeKeepsDifferences(t *testing.T) {
 		{"equal zxids vs different zxids", "cZxid = 0x5\nmZxid = 0x5\n", "cZxid = 0x5\nmZxid = 0x6\n"},
 		{"zero owner vs session owner", "ephemeralOwner = 0x0\n", "ephemeralOwner = 0x10000\n"},
 		{"epoch vs real date", "ctime = Thu Jan 01 00:00:00 UTC 1970\n", "ctime = Sun Nov 22 06:30:51 UTC 2026\n"},
+		{"C client epoch vs real date", "ctime = Thu Jan  1 00:00:00 1970\n", "ctime = Thu Dec  3 18:52:03 2026\n"},
 		{"cversion", "cversion = -2\n", "cversion = 0\n"},
 		{"sequence suffix", "Created /s-0000000001\n", "Created /s-0000000002\n"},
 		{"list items", "| [a, b]\n", "| [a, c]\n"},
@@ -66,6 +67,7 @@ func TestNormalizeHidesRunSpecificValues(t *testing.T) {
 		{"port", "Connecting to 127.0.0.1:21810\n", "Connecting to 127.0.0.1:40001\n"},
 		{"server line ports", "server.1=127.0.0.1:9001:9002:participant;127.0.0.1:9003\n",
 			"server.1=127.0.0.1:9101:9102:participant;127.0.0.1:9103\n"},
+		{"C client date", "\tctime = Thu Dec  3 18:52:02 2026\n", "\tctime = Thu Dec  3 18:52:03 2026\n"},
 		{"millis", "ctime=1795329374788\n", "ctime=1795329375066\n"},
 		{"list order", "| [/a/e2, /a/e1]\n", "| [/a/e1, /a/e2]\n"},
 	}
