@@ -392,13 +392,19 @@ func (r *runner) runOne(ctx context.Context, sc scenario, servers map[string]*se
 		ok = ok && same
 		details = append(details, d...)
 	}
+	return judge(ok, results), details
+}
+
+// judge returns the verdict of a scenario from its outcomes, reference
+// first, and whether everything passed and compared equal (ok).
+func judge(ok bool, results []outcome) verdict {
 	switch {
 	case ok:
-		return verdictPass, details
-	case len(r.kinds) == 2 && results[0].err != nil:
-		return verdictReferenceFails, details
+		return verdictPass
+	case len(results) == 2 && results[0].err != nil:
+		return verdictReferenceFails
 	}
-	return verdictFail, details
+	return verdictFail
 }
 
 // runEnsemble starts a fresh ensemble of kind for sc, runs sc against it

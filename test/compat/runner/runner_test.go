@@ -225,3 +225,28 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("parsed %+v", o)
 	}
 }
+
+func TestJudge(t *testing.T) {
+	failed := outcome{err: errors.New("exit status 1")}
+	tests := []struct {
+		name    string
+		ok      bool
+		results []outcome
+		want    verdict
+	}{
+		{"both pass, same transcripts", true, []outcome{{}, {}}, verdictPass},
+		{"both pass, transcripts differ", false, []outcome{{}, {}}, verdictFail},
+		{"only the server under test fails", false, []outcome{{}, failed}, verdictFail},
+		{"the reference fails", false, []outcome{failed, {}}, verdictReferenceFails},
+		{"both fail", false, []outcome{failed, failed}, verdictReferenceFails},
+		{"one kind fails", false, []outcome{failed}, verdictFail},
+		{"one kind passes", true, []outcome{{}}, verdictPass},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := judge(tt.ok, tt.results); got != tt.want {
+				t.Errorf("judge = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
