@@ -94,7 +94,8 @@ func (m *mirrorServer) newReplica(logger *slog.Logger) func(server.ReplicaSetup)
 // sasl.serverconfig, superUser, enforced authentication), the server.N
 // lines and limits that `conf` shows. On top: myid --myid, the client
 // address of --client-addr and nothing else (no secureClientPort, no
-// AdminServer), every four-letter word, and no data directory in use (the
+// AdminServer), every four-letter word, no read-only mode (readonlymode.enabled
+// is ignored), and no data directory in use (the
 // state lives in memory; dataDir is set only because the configuration
 // requires one).
 func mirrorServeConfig(f mirrorFlags) (conf.Config, error) {
@@ -121,6 +122,7 @@ func mirrorServeConfig(f mirrorFlags) (conf.Config, error) {
 	cfg.AdminEnableServer = false
 	cfg.DataDir, cfg.DataLogDir = os.TempDir(), ""
 	cfg.FourLetterWordWhitelist = []string{"*"}
+	cfg.ReadOnlyModeEnabled = false // without a leader the mirror serves nobody
 	cfg.Servers = servedMembership(cfg.Servers, f.myid, host, port)
 	return cfg, nil
 }

@@ -31,7 +31,7 @@ func TestMirrorServeConfig(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(ensemble), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("SERVER_JVMFLAGS", "-Xmx1g -Djava.security.auth.login.config="+jaas+" -Dzookeeper.superUser=admin")
+	t.Setenv("SERVER_JVMFLAGS", "-Xmx1g -Djava.security.auth.login.config="+jaas+" -Dzookeeper.superUser=admin -Dreadonlymode.enabled=true")
 	t.Setenv("JVMFLAGS", "")
 	cfg, err := mirrorServeConfig(mirrorFlags{ensemble: cfgPath, myid: 4, clientAddr: "127.0.0.1:2999"})
 	if err != nil {
@@ -58,6 +58,7 @@ func TestMirrorServeConfig(t *testing.T) {
 		{"conf shows the ensemble", cfg.Distributed(), true},
 		{"voter's dataDir not used", cfg.DataDir == filepath.Join(dir, "voter-data"), false},
 		{"no AdminServer", cfg.AdminEnableServer, false},
+		{"no read-only mode", cfg.ReadOnlyModeEnabled, false},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
