@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -82,12 +84,20 @@ func (m *mirrorServer) newReplica(logger *slog.Logger) func(server.ReplicaSetup)
 	}
 }
 
-// mirrorServeConfig is the serving side's configuration: the client
-// address of --client-addr, myid --myid, the ensemble's tickTime and
-// session timeout bounds (so that sessions get the timeouts ZooKeeper's
-// own members would give them), ZooKeeper's defaults otherwise. No data
-// directory is used: the state lives in memory (dataDir is set only
-// because the configuration requires one).
+// mirrorServeConfig is the serving side's configuration: the ensemble's
+// zoo.cfg read as its own members read it, with the -D properties of
+// SERVER_JVMFLAGS and JVMFLAGS under it (conf.SystemProperties; the file
+// wins), so that the mirror's client port is configured as a ZooKeeper
+// observer's given the same file and JVM flags would be: tickTime, session
+// timeout bounds, TTL nodes, the authentication providers and the client
+// SASL login (the Server section of java.security.auth.login.config,
+// sasl.serverconfig, superUser, enforced authentication), the server.N
+// lines and limits that `conf` shows. On top: myid --myid, the client
+// address of --client-addr and nothing else (no secureClientPort, no
+// AdminServer), every four-letter word, no read-only mode (readonlymode.enabled
+// is ignored), and no data directory in use (the
+// state lives in memory; dataDir is set only because the configuration
+// requires one).
 func mirrorServeConfig(f mirrorFlags) (conf.Config, error) {
 	host, portText, err := net.SplitHostPort(f.clientAddr)
 	if err != nil {
@@ -97,27 +107,40 @@ func mirrorServeConfig(f mirrorFlags) (conf.Config, error) {
 	if err != nil || port <= 0 || port > 65535 {
 		return conf.Config{}, fmt.Errorf("mirror: --client-addr %q: bad port", f.clientAddr)
 	}
-	cfg := conf.Default()
-	cfg.MyID = f.myid
-	cfg.ClientPort, cfg.ClientPortAddress = port, host
-	cfg.AdminEnableServer = false
-	cfg.DataDir = os.TempDir()
-	cfg.FourLetterWordWhitelist = []string{"*"}
 	text, err := os.ReadFile(f.ensemble)
 	if err != nil {
 		return conf.Config{}, fmt.Errorf("mirror: read the ensemble's configuration: %w", err)
 	}
-	for key, dst := range map[string]*int{"tickTime": &cfg.TickTime, "syncLimit": &cfg.SyncLimit,
-		"minSessionTimeout": &cfg.MinSessionTimeout, "maxSessionTimeout": &cfg.MaxSessionTimeout} {
-		if v := configValue(string(text), key); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return conf.Config{}, fmt.Errorf("mirror: the ensemble's %s=%q: %w", key, v, err)
-			}
-			*dst = n
+	sys, _ := conf.SystemProperties(os.Environ())
+	cfg, _, err := conf.Parse(bytes.NewReader(text), sys...)
+	if err != nil {
+		return conf.Config{}, fmt.Errorf("mirror: %s: %w", f.ensemble, err)
+	}
+	cfg.MyID = f.myid
+	cfg.ClientPort, cfg.ClientPortAddress, cfg.NoClientPort = port, host, false
+	cfg.SecureClientPort, cfg.SecureClientPortAddress = 0, ""
+	cfg.AdminEnableServer = false
+	cfg.DataDir, cfg.DataLogDir = os.TempDir(), ""
+	cfg.FourLetterWordWhitelist = []string{"*"}
+	cfg.ReadOnlyModeEnabled = false // without a leader the mirror serves nobody
+	cfg.Servers = servedMembership(cfg.Servers, f.myid, host, port)
+	return cfg, nil
+}
+
+// servedMembership returns the server.N lines the mirror shows (conf):
+// those of the ensemble with its own line's client address set to the one
+// it serves on (a server.N line's client address is where a member
+// listens), or none when the lines do not list the mirror (they live in a
+// dynamic file; conf then shows no membership).
+func servedMembership(servers []conf.Server, myid int64, host string, port int) []conf.Server {
+	out := slices.Clone(servers)
+	for i := range out {
+		if out[i].ID == myid {
+			out[i].ClientAddress, out[i].ClientPort = host, port
+			return out
 		}
 	}
-	return cfg, nil
+	return nil
 }
 
 // Freeze holds new client writes (they wait), lets those in flight

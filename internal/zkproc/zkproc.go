@@ -65,6 +65,11 @@ type Spec struct {
 	// Outside are observers that are not launched: their server.N lines
 	// (role observer) are written, their ports picked.
 	Outside []int64
+	// OutsideClientPorts picks a client port for the Outside members too
+	// and writes it into their server.N lines (";127.0.0.1:PORT"), as a
+	// launched observer's: for a stand-in (a zkserverd mirror) that serves
+	// clients there.
+	OutsideClientPorts bool
 	// Joining are observers that are not launched and not in the
 	// configuration either: their ports are picked and Line gives what a
 	// reconfig -add names (server.N=Line()); needs ReconfigEnabled.
@@ -97,7 +102,7 @@ type Member struct {
 	Joining      bool // not in the configuration written (Spec.Joining)
 	QuorumPort   int
 	ElectionPort int
-	ClientPort   int // 0 for an outside member but a joining one (nothing listens there)
+	ClientPort   int // 0 for an outside member, unless joining or Spec.OutsideClientPorts
 	Dir          string
 
 	proc *process
@@ -163,7 +168,7 @@ func Launch(ctx context.Context, spec Spec) (*Ensemble, error) {
 		for _, id := range ids {
 			m := &Member{ID: id, Observer: observer, Outside: outside, Joining: joining, Dir: filepath.Join(spec.Dir, fmt.Sprintf("zk%d", id))}
 			ports := []*int{&m.QuorumPort, &m.ElectionPort}
-			if !outside || joining {
+			if !outside || joining || spec.OutsideClientPorts {
 				// a reconfig -add wants three ports, the client's too
 				ports = append(ports, &m.ClientPort)
 			}

@@ -246,10 +246,9 @@ func (o *Surfaces) writeConf(w *strings.Builder) {
 		DataDirSize:      conf.DirSize(o.snapDir()),
 		DataLogSize:      conf.DirSize(o.txnLogDir()),
 	}
-	for _, line := range o.cfg.LinesFor(rt) {
-		w.WriteString(line)
-		w.WriteString("\n")
-	}
+	// As ZooKeeper sends it: an ensemble member's ends with its
+	// "version=" line and no newline.
+	w.WriteString(o.cfg.ConfText(rt))
 }
 
 func (o *Surfaces) writeEnvi(w *strings.Builder) {

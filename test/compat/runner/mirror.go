@@ -26,11 +26,14 @@ const (
 	kindMirror   = "mirror"
 )
 
-// Sids of the mirror-mode ensemble.
+// Sids of the mirror-mode ensembles: the same in both, so that
+// /zookeeper/config and the conf four-letter word differ only in ports
+// (which the normalizer maps), with the observer (ZooKeeper's or the
+// mirror) as server.4 in each.
 var (
 	mirrorVoters     = []int64{1, 2, 3}
 	mirrorObserverID = int64(4)
-	mirrorID         = int64(5)
+	mirrorID         = mirrorObserverID
 )
 
 // mirrorModeRuns reports whether sc runs in mirror mode: a plain
@@ -43,17 +46,17 @@ func mirrorModeRuns(sc scenario) bool {
 // and one with a zkserverd mirror serving clients, and records both
 // servers in started. The returned function stops everything.
 func (r *runner) startMirrorPair(ctx context.Context, started map[string]*server) (func(), error) {
-	zk, err := r.launchForMirrorMode(ctx, filepath.Join(r.work, "mirror-mode", "observer"), []int64{mirrorObserverID}, nil)
+	zk, _, err := r.launchForMirrorMode(ctx, filepath.Join(r.work, "mirror-mode", "observer"), []int64{mirrorObserverID}, nil)
 	if err != nil {
 		return nil, err
 	}
 	home := filepath.Join(r.work, "mirror-mode", "mirror")
-	e, err := r.launchForMirrorMode(ctx, home, nil, []int64{mirrorID})
+	e, jaasProp, err := r.launchForMirrorMode(ctx, home, nil, []int64{mirrorID})
 	if err != nil {
 		zk.Close()
 		return nil, err
 	}
-	m, err := r.startMirror(ctx, home, e)
+	m, err := r.startMirror(ctx, home, e, jaasProp)
 	if err != nil {
 		zk.Close()
 		e.Close()
@@ -69,46 +72,50 @@ func (r *runner) startMirrorPair(ctx context.Context, started map[string]*server
 // launchForMirrorMode launches three ZooKeeper voters configured as the
 // standalone servers are (tickTime 2000, TTL nodes, the sasl ACL scheme
 // with the JAAS users, the fast container reaper), with observers and
-// outside members.
-func (r *runner) launchForMirrorMode(ctx context.Context, home string, observers, outside []int64) (*zkproc.Ensemble, error) {
+// outside members (whose server.N lines name a client port, as an
+// observer's do: the mirror serves there). It returns the ensemble and the
+// -D property naming the JAAS file the members got.
+func (r *runner) launchForMirrorMode(ctx context.Context, home string, observers, outside []int64) (*zkproc.Ensemble, string, error) {
 	if err := os.MkdirAll(home, 0o755); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	_, jaasProp, err := writeJAAS(home)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	e, err := zkproc.Launch(ctx, zkproc.Spec{
-		Dir: home, Voters: mirrorVoters, Observers: observers, Outside: outside, Ports: r.ports, TickTime: 2000,
+		Dir: home, Voters: mirrorVoters, Observers: observers, Outside: outside, OutsideClientPorts: true,
+		Ports: r.ports, TickTime: 2000,
 		ExtraConfig: []string{"extendedTypesEnabled=true",
 			"authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"},
-		JVMProps: []string{fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", containerCheckMs), jaasProp},
+		JVMProps: mirrorModeJVMProps(jaasProp),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("mirror mode: launch ZooKeeper in %s: %w", home, err)
+		return nil, "", fmt.Errorf("mirror mode: launch ZooKeeper in %s: %w", home, err)
 	}
-	return e, nil
+	return e, jaasProp, nil
 }
 
-// startMirror runs `zkserverd mirror --client-addr` as sid mirrorID of e
-// and waits until it serves.
-func (r *runner) startMirror(ctx context.Context, home string, e *zkproc.Ensemble) (*server, error) {
-	lines := []string{"tickTime=2000", "syncLimit=10"}
-	for id, line := range e.ServerLines() {
-		lines = append(lines, fmt.Sprintf("server.%d=%s", id, line))
-	}
-	cfg := filepath.Join(home, "ensemble.cfg")
-	if err := os.WriteFile(cfg, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		return nil, err
-	}
-	port, err := r.ports.Pick()
-	if err != nil {
-		return nil, err
-	}
-	s := &server{kind: kindMirror, addr: fmt.Sprintf("127.0.0.1:%d", port)}
+// mirrorModeJVMProps are the -D properties of the ZooKeeper members and,
+// through SERVER_JVMFLAGS, of the mirror: the container reaper's interval
+// and the JAAS file (its Server section is the client port's SASL login).
+func mirrorModeJVMProps(jaasProp string) []string {
+	return []string{fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", containerCheckMs), jaasProp}
+}
+
+// startMirror runs `zkserverd mirror --client-addr` as sid mirrorID of e,
+// as an operator would start it in place of a ZooKeeper observer: with a
+// voter's zoo.cfg as --ensemble, the members' -D properties in
+// SERVER_JVMFLAGS and the client address of its own server.N line. It
+// waits until the mirror serves.
+func (r *runner) startMirror(ctx context.Context, home string, e *zkproc.Ensemble, jaasProp string) (*server, error) {
+	cfg := filepath.Join(e.Member(mirrorVoters[0]).Dir, "zoo.cfg")
+	s := &server{kind: kindMirror, addr: e.Member(mirrorID).ClientAddr()}
 	argv := []string{r.zkserverd, "mirror", "--ensemble", cfg, "--myid", fmt.Sprint(mirrorID),
 		"--status-addr", "", "--client-addr", s.addr}
-	if s.proc, err = spawn(argv, nil, home, filepath.Join(home, "mirror.log")); err != nil {
+	env := []string{"SERVER_JVMFLAGS=" + strings.Join(mirrorModeJVMProps(jaasProp), " ")}
+	var err error
+	if s.proc, err = spawn(argv, env, home, filepath.Join(home, "mirror.log")); err != nil {
 		return nil, fmt.Errorf("start the mirror: %w", err)
 	}
 	if err := s.proc.waitFor(ctx, 60*time.Second, "serve clients", func() bool {

@@ -16,18 +16,22 @@ import (
 //     transcript (0 stays 0), so equal zxids stay equal and different ones
 //     stay different;
 //   - session ids become S1, S2, ... the same way (0 stays 0);
-//   - dates and millisecond timestamps become DATE and MS (the epoch stays
-//     recognisable as EPOCH);
-//   - loopback ports become PORT;
+//   - dates (Java's "Thu Dec 03 18:52:02 UTC 2026" and the C client's
+//     asctime "Thu Dec  3 18:52:02 2026") and millisecond timestamps
+//     become DATE and MS (the epoch stays recognisable as EPOCH);
+//   - loopback ports become PORT, each of a run of them too (the quorum
+//     and election ports of a server.N line of /zookeeper/config or conf,
+//     "127.0.0.1:PORT:PORT:observer;127.0.0.1:PORT");
 //   - a line that is a bracketed list ("| [b, a]", zkCli's ls and
 //     getEphemerals) has its items sorted: ZooKeeper returns them in hash
 //     order.
 var (
 	zxidRE    = regexp.MustCompile(`(?i)\b([cmp]?zxid)(\s*[=:]\s*)(0x)?([0-9a-f]+)\b`)
 	sessionRE = regexp.MustCompile(`(?i)\b(ephemeralOwner|session ?id)(\s*[=:]\s*)(0x)?([0-9a-f]+)\b`)
-	dateRE    = regexp.MustCompile(`\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d\d \d\d:\d\d:\d\d( [A-Z]{2,5})? \d{4}\b`)
+	dateRE    = regexp.MustCompile(`\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (\d\d| \d) \d\d:\d\d:\d\d( [A-Z]{2,5})? \d{4}\b`)
 	millisRE  = regexp.MustCompile(`\b([cm]time)(\s*[=:]\s*)(\d+)\b`)
-	portRE    = regexp.MustCompile(`\b(127\.0\.0\.1|localhost):\d+\b`)
+	portRE    = regexp.MustCompile(`\b(127\.0\.0\.1|localhost)(:\d+)+\b`)
+	portsRE   = regexp.MustCompile(`:\d+`)
 	listRE    = regexp.MustCompile(`^\| \[(.*)\]$`)
 )
 
@@ -55,7 +59,7 @@ func (n *normalizer) line(s string) string {
 		return relabel(sessionRE, m, n.sessions, "S")
 	})
 	s = dateRE.ReplaceAllStringFunc(s, func(m string) string {
-		if strings.Contains(m, "Jan 01 00:00:00") && strings.HasSuffix(m, "1970") {
+		if (strings.Contains(m, "Jan 01 00:00:00") || strings.Contains(m, "Jan  1 00:00:00")) && strings.HasSuffix(m, "1970") {
 			return "EPOCH"
 		}
 		return "DATE"
@@ -67,7 +71,9 @@ func (n *normalizer) line(s string) string {
 		}
 		return sub[1] + sub[2] + "MS"
 	})
-	s = portRE.ReplaceAllString(s, "${1}:PORT")
+	s = portRE.ReplaceAllStringFunc(s, func(m string) string {
+		return portsRE.ReplaceAllString(m, ":PORT")
+	})
 	return sortList(s)
 }
 

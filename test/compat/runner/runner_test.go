@@ -38,9 +38,15 @@ func TestNormalizeKeepsDifferences(t *testing.T) {
 		{"equal zxids vs different zxids", "cZxid = 0x5\nmZxid = 0x5\n", "cZxid = 0x5\nmZxid = 0x6\n"},
 		{"zero owner vs session owner", "ephemeralOwner = 0x0\n", "ephemeralOwner = 0x10000\n"},
 		{"epoch vs real date", "ctime = Thu Jan 01 00:00:00 UTC 1970\n", "ctime = Sun Nov 22 06:30:51 UTC 2026\n"},
+		{"C client epoch vs real date", "ctime = Thu Jan  1 00:00:00 1970\n", "ctime = Thu Dec  3 18:52:03 2026\n"},
 		{"cversion", "cversion = -2\n", "cversion = 0\n"},
 		{"sequence suffix", "Created /s-0000000001\n", "Created /s-0000000002\n"},
 		{"list items", "| [a, b]\n", "| [a, c]\n"},
+		{"server role", "server.4=127.0.0.1:9001:9002:observer;127.0.0.1:9003\n",
+			"server.4=127.0.0.1:9001:9002:participant;127.0.0.1:9003\n"},
+		{"server without client address", "server.4=127.0.0.1:9001:9002:observer;127.0.0.1:9003\n",
+			"server.4=127.0.0.1:9001:9002:observer\n"},
+		{"server id", "server.4=127.0.0.1:9001:9002:observer\n", "server.5=127.0.0.1:9001:9002:observer\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,6 +65,9 @@ func TestNormalizeHidesRunSpecificValues(t *testing.T) {
 		{"zxid offset", "cZxid = 0x5\nmZxid = 0x7\npZxid = 0x5\n", "cZxid = 0x25\nmZxid = 0x30\npZxid = 0x25\n"},
 		{"session ids", "ephemeralOwner = 0x1000020a02b0003\n", "ephemeralOwner = 0x1a201f168050002\n"},
 		{"port", "Connecting to 127.0.0.1:21810\n", "Connecting to 127.0.0.1:40001\n"},
+		{"server line ports", "server.1=127.0.0.1:9001:9002:participant;127.0.0.1:9003\n",
+			"server.1=127.0.0.1:9101:9102:participant;127.0.0.1:9103\n"},
+		{"C client date", "\tctime = Thu Dec  3 18:52:02 2026\n", "\tctime = Thu Dec  3 18:52:03 2026\n"},
 		{"millis", "ctime=1795329374788\n", "ctime=1795329375066\n"},
 		{"list order", "| [/a/e2, /a/e1]\n", "| [/a/e1, /a/e2]\n"},
 	}
@@ -214,5 +223,30 @@ func TestParseFlags(t *testing.T) {
 	}
 	if o.mode != modeDiff || !o.run.MatchString("kazoo/lock") || o.run.MatchString("go/lock") {
 		t.Errorf("parsed %+v", o)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	failed := outcome{err: errors.New("exit status 1")}
+	tests := []struct {
+		name    string
+		ok      bool
+		results []outcome
+		want    verdict
+	}{
+		{"both pass, same transcripts", true, []outcome{{}, {}}, verdictPass},
+		{"both pass, transcripts differ", false, []outcome{{}, {}}, verdictFail},
+		{"only the server under test fails", false, []outcome{{}, failed}, verdictFail},
+		{"the reference fails", false, []outcome{failed, {}}, verdictReferenceFails},
+		{"both fail", false, []outcome{failed, failed}, verdictReferenceFails},
+		{"one kind fails", false, []outcome{failed}, verdictFail},
+		{"one kind passes", true, []outcome{{}}, verdictPass},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := judge(tt.ok, tt.results); got != tt.want {
+				t.Errorf("judge = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
