@@ -89,6 +89,11 @@ func Check(in Input) Report {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	logs := make(map[string][]Event, len(in.Logs))
+	for _, name := range names {
+		logs[name] = untilFinal(in.Logs[name])
+	}
+	in.Logs = logs
 	for _, name := range names {
 		evs := in.Logs[name]
 		checkSession(name, evs, in.Holdings[name], fail)
@@ -104,6 +109,17 @@ func Check(in Input) Report {
 		}
 	}
 	return r
+}
+
+// untilFinal drops what a client printed after its final line (it is
+// closing its session then).
+func untilFinal(evs []Event) []Event {
+	for i, e := range evs {
+		if e.Ev == "final" {
+			return evs[:i+1]
+		}
+	}
+	return evs
 }
 
 func count(evs []Event, ev string) int {

@@ -82,6 +82,13 @@ func find(in Input, name string, match func(Event) bool) int {
 
 func ack(e Event) bool { return e.Ev == "ack" }
 
+// beforeFinal inserts e before client name's final line.
+func beforeFinal(in *Input, name string, e Event) {
+	evs := in.Logs[name]
+	last := len(evs) - 1
+	in.Logs[name] = append(append(evs[:last:last], e), evs[last])
+}
+
 func TestCheckPassesAGoodRunAndMeasuresThePause(t *testing.T) {
 	r := Check(goodRun(20))
 	if len(r.Failures) != 0 {
@@ -128,10 +135,10 @@ func TestCheckFindsEachBrokenPromise(t *testing.T) {
 			evs[len(evs)-1].ZxidSeen = 0x100000001
 		}, "zxid went back"},
 		{"the session is lost", func(in *Input) {
-			in.Logs["curator"] = append(in.Logs["curator"], Event{Ev: "state", State: "LOST"})
+			beforeFinal(in, "curator", Event{Ev: "state", State: "LOST"})
 		}, "session state LOST"},
 		{"the session expired", func(in *Input) {
-			in.Logs["curator"] = append(in.Logs["curator"], Event{Ev: "zkstate", State: "Expired"})
+			beforeFinal(in, "curator", Event{Ev: "zkstate", State: "Expired"})
 		}, "session state Expired"},
 		{"a new session", func(in *Input) {
 			evs := in.Logs["kazoo"]
@@ -142,7 +149,7 @@ func TestCheckFindsEachBrokenPromise(t *testing.T) {
 			evs[len(evs)-1].Lock = false
 		}, "holds lock=false"},
 		{"leadership lost", func(in *Input) {
-			in.Logs["curator"] = append(in.Logs["curator"], Event{Ev: "leader", State: "lost"})
+			beforeFinal(in, "curator", Event{Ev: "leader", State: "lost"})
 		}, "leadership lost"},
 		{"the ephemeral owned by another session", func(in *Input) {
 			h := in.Holdings["curator"]
@@ -165,7 +172,7 @@ func TestCheckFindsEachBrokenPromise(t *testing.T) {
 			in.Logs["kazoo"] = evs[:len(evs)-1]
 		}, "no final line"},
 		{"an error line", func(in *Input) {
-			in.Logs["kazoo"] = append(in.Logs["kazoo"], Event{Ev: "error", Msg: "boom"})
+			beforeFinal(in, "kazoo", Event{Ev: "error", Msg: "boom"})
 		}, "error: boom"},
 	}
 	for _, tt := range tests {

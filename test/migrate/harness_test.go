@@ -329,7 +329,7 @@ func (w *world) stopClients(cs []*client) map[string][]Event {
 		}
 		evs, other := readEvents(c.out)
 		if len(other) > 0 {
-			w.t.Logf("%s printed %d other lines, the last: %s", c.name, len(other), strings.Join(tail(other, 10), "\n"))
+			w.t.Logf("%s printed %d other lines, the last: %s", c.name, len(other), strings.Join(tail(other, 3), "\n"))
 		}
 		logs[c.name] = evs
 	}

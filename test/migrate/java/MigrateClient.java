@@ -42,6 +42,7 @@ public final class MigrateClient {
     private final long intervalMs;
     private final CuratorFramework curator;
     private final AtomicBoolean stopping = new AtomicBoolean();
+    private boolean done; // no lines after the final one; guarded by this
     private InterProcessMutex mutex;
     private LeaderLatch latch;
     private String ephemeral;
@@ -110,6 +111,9 @@ public final class MigrateClient {
         stopping.set(true);
         writer.join(10_000);
         report("final");
+        synchronized (this) {
+            done = true;
+        }
         curator.close();
     }
 
@@ -225,6 +229,9 @@ public final class MigrateClient {
     // zxid (read under the same lock, so the lines' zxids are in the order
     // the client saw them), then the pairs given.
     private synchronized void emit(String ev, Object... kv) {
+        if (done) {
+            return;
+        }
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("t", System.currentTimeMillis());
         m.put("client", name);

@@ -32,6 +32,8 @@ class Client:
         self.interval = interval_ms / 1000.0
         self.out_lock = threading.Lock()
         self.stopping = threading.Event()
+        self.released = threading.Event()  # set after the final line
+        self.done = False  # no lines after the final one
         self.leader = False
         self.lock_held = False
         self.seen = {}
@@ -44,6 +46,8 @@ class Client:
 
     def emit(self, ev, **kv):
         with self.out_lock:
+            if self.done:
+                return
             line = {"t": int(time.time() * 1000), "client": self.name, "ev": ev,
                     "zxid_seen": self.zk.last_zxid}
             line.update(kv)
@@ -51,8 +55,10 @@ class Client:
             sys.stdout.flush()
 
     def session(self):
-        cid = self.zk.client_id
-        return "0x%x" % cid[0] if cid else ""
+        # the session id kazoo keeps while it reconnects (client_id is
+        # None while disconnected)
+        sid = self.zk._session_id
+        return "0x%x" % sid if sid else ""
 
     def run(self):
         self.zk.add_listener(lambda state: self.emit("state", state=str(state)))
@@ -64,13 +70,17 @@ class Client:
         self.hold_recipes()
         for who in ("curator", self.name):
             self.watch(self.base + "/w/" + who)
-        threading.Thread(target=self.write_loop, args=(writes,), daemon=True).start()
+        writer = threading.Thread(target=self.write_loop, args=(writes,), daemon=True)
+        writer.start()
         threading.Thread(target=self.report_loop, daemon=True).start()
         for _ in sys.stdin:
             pass
         self.stopping.set()
-        time.sleep(2 * self.interval)
+        writer.join(10)
         self.report("final")
+        with self.out_lock:
+            self.done = True
+        self.released.set()
         self.zk.stop()
         self.zk.close()
 
@@ -90,14 +100,14 @@ class Client:
             self.leader = True
             self.emit("leader", state="gained")
             gained.set()
-            self.stopping.wait()
+            self.released.wait()
 
         def contend():
             try:
                 election.run(lead)
             except Exception as e:  # reported, then the check finds leadership lost
                 self.emit("error", msg="election: %r" % e)
-            if self.leader and not self.stopping.is_set():
+            if self.leader and not self.released.is_set():
                 self.emit("leader", state="lost")
             self.leader = False
 
