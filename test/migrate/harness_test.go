@@ -23,7 +23,11 @@ import (
 )
 
 // gateEnv turns the scenarios on (`make migrate`); without it they skip.
-const gateEnv = "ZKSERVERD_MIGRATE"
+// binEnv names a zkserverd binary to run instead of building one.
+const (
+	gateEnv = "ZKSERVERD_MIGRATE"
+	binEnv  = "ZKSERVERD_MIGRATE_BIN"
+)
 
 // The clients' parameters: the session timeout they ask for (ZooKeeper's
 // and the takeover configuration's maxSessionTimeout allow it) and their
@@ -66,8 +70,8 @@ type artifacts struct {
 	classes   string // MigrateClient.class
 }
 
-// build compiles zkserverd and the Curator client into a temporary
-// directory.
+// build compiles zkserverd (unless binEnv names one) and the Curator
+// client into a temporary directory.
 func build(t *testing.T) artifacts {
 	t.Helper()
 	dir := t.TempDir()
@@ -80,6 +84,9 @@ func build(t *testing.T) artifacts {
 		{"go", "build", "-o", a.zkserverd, "./cmd/zkserverd"},
 		{"javac", "-nowarn", "-cp", strings.Join(javaClasspath, ":"), "-d", a.classes,
 			filepath.Join(root, "test", "migrate", "java", "MigrateClient.java")},
+	}
+	if bin := os.Getenv(binEnv); bin != "" {
+		a.zkserverd, steps = bin, steps[1:]
 	}
 	for _, argv := range steps {
 		cmd := exec.Command(argv[0], argv[1:]...)
@@ -186,12 +193,20 @@ type mirror struct {
 	status, client string
 	log, cfg       string
 	proc           *process
+	serve          bool // started with --client-addr
 }
 
-func (w *world) startMirror(m *mirror) {
+// startMirror starts the mirror; with serve, it serves clients on its
+// client port while it mirrors (--client-addr), else only after the
+// switch.
+func (w *world) startMirror(m *mirror, serve bool) {
 	w.t.Helper()
 	argv := []string{w.art.zkserverd, "mirror", "--ensemble", w.zkCfg, "--myid", strconv.FormatInt(m.id, 10),
-		"--status-addr", m.status, "--client-addr", m.client, "--takeover-config", m.cfg}
+		"--status-addr", m.status, "--takeover-config", m.cfg}
+	if serve {
+		argv = append(argv, "--client-addr", m.client)
+	}
+	m.serve = serve
 	p, err := spawn(argv, m.log, nil)
 	if err != nil {
 		w.t.Fatalf("start mirror %d: %v", m.id, err)
@@ -201,10 +216,10 @@ func (w *world) startMirror(m *mirror) {
 }
 
 // startMirrors starts every mirror and waits until each is ready.
-func (w *world) startMirrors(within time.Duration) {
+func (w *world) startMirrors(serve bool, within time.Duration) {
 	w.t.Helper()
 	for _, m := range w.mirrors {
-		w.startMirror(m)
+		w.startMirror(m, serve)
 	}
 	for _, m := range w.mirrors {
 		w.waitReady(m, within)

@@ -27,6 +27,10 @@ type scenario struct {
 	// mirrors runs the mirrors (and the takeover); without them the switch
 	// is the dry run's ZooKeeper leader restart.
 	mirrors bool
+	// serve has the mirrors serve clients while they mirror
+	// (--client-addr); without it the clients reach them only once they
+	// are zkserverd members, on the same ports.
+	serve bool
 	// disrupt runs while the clients run and the mirrors follow, before
 	// the switch.
 	disrupt func(w *world)
@@ -37,25 +41,33 @@ type scenario struct {
 // TestMigrateTakeover is the proof: clients hold their recipes and write
 // while three mirrors follow ZooKeeper, serve them, and take over.
 func TestMigrateTakeover(t *testing.T) {
+	run(t, scenario{preload: 2000, mirrors: true, serve: true, steady: 5 * time.Second})
+}
+
+// TestMigrateTakeoverWithoutServing is the takeover of mirrors that do
+// not serve clients while they mirror: the clients stay on ZooKeeper
+// until the switch, then move to the members (their connect strings list
+// the members' client ports from the start).
+func TestMigrateTakeoverWithoutServing(t *testing.T) {
 	run(t, scenario{preload: 2000, mirrors: true, steady: 5 * time.Second})
 }
 
 // TestMigrateZooKeeperLeaderDies kills the ZooKeeper leader while the
 // mirrors follow (and serve), before the takeover.
 func TestMigrateZooKeeperLeaderDies(t *testing.T) {
-	run(t, scenario{preload: 2000, mirrors: true, steady: 5 * time.Second, disrupt: killZooKeeperLeader})
+	run(t, scenario{preload: 2000, mirrors: true, serve: true, steady: 5 * time.Second, disrupt: killZooKeeperLeader})
 }
 
 // TestMigrateMirrorRestarts kills a mirror mid-mirror and starts it again
 // (it syncs anew) before the takeover.
 func TestMigrateMirrorRestarts(t *testing.T) {
-	run(t, scenario{preload: 2000, mirrors: true, steady: 5 * time.Second, disrupt: restartMirror})
+	run(t, scenario{preload: 2000, mirrors: true, serve: true, steady: 5 * time.Second, disrupt: restartMirror})
 }
 
 // TestMigrateLargeSnapshot has the mirrors join after 100k+ znodes are in
 // ZooKeeper: they sync by a snapshot that large, then take over.
 func TestMigrateLargeSnapshot(t *testing.T) {
-	run(t, scenario{preload: 100_500, mirrors: true, steady: 5 * time.Second})
+	run(t, scenario{preload: 100_500, mirrors: true, serve: true, steady: 5 * time.Second})
 }
 
 // TestMigrateDryRun runs the clients and the checker against ZooKeeper
@@ -72,7 +84,7 @@ func run(t *testing.T, sc scenario) {
 	preload(t, w, sc.preload)
 	if sc.mirrors {
 		began := time.Now()
-		w.startMirrors(5 * time.Minute)
+		w.startMirrors(sc.serve, 5*time.Minute)
 		t.Logf("mirrors ready in %v: %s", time.Since(began).Round(time.Millisecond), w.mirrorSummary())
 		checkMirrorsMatch(t, w)
 	}
@@ -403,7 +415,7 @@ func restartMirror(w *world) {
 	m := w.mirrors[1]
 	m.proc.kill()
 	began := time.Now()
-	w.startMirror(m)
+	w.startMirror(m, m.serve)
 	w.waitReady(m, 2*time.Minute)
 	t.Logf("mirror %d killed and ready again after %v: %s", m.id, time.Since(began).Round(time.Millisecond), w.mirrorSummary())
 }
