@@ -23,10 +23,15 @@ import (
 )
 
 // gateEnv turns the scenarios on (`make migrate`); without it they skip.
-// binEnv names a zkserverd binary to run instead of building one.
+// binEnv names a zkserverd binary to run instead of building one. keepEnv
+// names a directory to keep each scenario's files in (the clients' event
+// logs, the mirrors' and ZooKeeper's logs) instead of a temporary one.
 const (
 	gateEnv = "ZKSERVERD_MIGRATE"
 	binEnv  = "ZKSERVERD_MIGRATE_BIN"
+	keepEnv = "ZKSERVERD_MIGRATE_KEEP"
+	// logLevelEnv sets the mirrors' --log-level (default info).
+	logLevelEnv = "ZKSERVERD_MIGRATE_LOG_LEVEL"
 )
 
 // The clients' parameters: the session timeout they ask for (ZooKeeper's
@@ -48,7 +53,7 @@ var javaClasspath = []string{
 	"/usr/share/java/curator-client.jar", "/usr/share/java/zookeeper.jar",
 	"/usr/share/java/zookeeper-jute.jar", "/usr/share/java/netty-codec.jar",
 	"/usr/share/java/netty-resolver.jar", "/usr/share/java/guava.jar",
-	"/usr/share/java/slf4j-api.jar", "/usr/share/java/slf4j-nop.jar",
+	"/usr/share/java/slf4j-api.jar", "/usr/share/java/slf4j-simple.jar",
 }
 
 const systemPython = "/usr/bin/python3"
@@ -121,11 +126,25 @@ var mirrorIDs = []int64{4, 5, 6}
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	w := &world{t: t, dir: t.TempDir(), art: build(t), ports: ports.ForMigrate()}
+	if keep := os.Getenv(keepEnv); keep != "" {
+		w.dir = filepath.Join(keep, t.Name())
+		if err := os.RemoveAll(w.dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(w.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("keeping the scenario's files in %s", w.dir)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	e, err := zkproc.Launch(ctx, zkproc.Spec{
 		Dir: filepath.Join(w.dir, "zookeeper"), Voters: []int64{1, 2, 3}, Outside: mirrorIDs,
 		Ports: picker{w.ports}, ExtraConfig: []string{"maxSessionTimeout=40000"},
+		// The mirrors' observer lines carry their client addresses, so
+		// Curator's ensemble tracker, which rewrites its connect string
+		// from /zookeeper/config, keeps them.
+		OutsideClientPorts: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +165,8 @@ func newWorld(t *testing.T) *world {
 
 // planMirrors picks every mirror's ports and writes its takeover
 // configuration: the zkserverd ensemble of sids 4-6, each serving clients
-// on the port it served them on as a mirror.
+// on the port its observer line in ZooKeeper's configuration names, where
+// it served them as a mirror.
 func (w *world) planMirrors() {
 	type peer struct{ quorum, election int }
 	peers := map[int64]peer{}
@@ -156,7 +176,7 @@ func (w *world) planMirrors() {
 	for _, id := range mirrorIDs {
 		m := &mirror{
 			id: id, status: "127.0.0.1:" + strconv.Itoa(w.ports.Free(w.t)),
-			client: "127.0.0.1:" + strconv.Itoa(w.ports.Free(w.t)),
+			client: w.zk.Member(id).ClientAddr(),
 			log:    filepath.Join(w.dir, fmt.Sprintf("mirror%d.log", id)),
 			cfg:    filepath.Join(w.dir, fmt.Sprintf("takeover%d.cfg", id)),
 		}
@@ -165,7 +185,7 @@ func (w *world) planMirrors() {
 			"tickTime=500", "initLimit=20", "syncLimit=10", "maxSessionTimeout=40000",
 			"dataDir=" + filepath.Join(w.dir, fmt.Sprintf("takeover%d", id)),
 			"clientPortAddress=127.0.0.1", "clientPort=" + port,
-			"4lw.commands.whitelist=*",
+			"4lw.commands.whitelist=*", "admin.enableServer=false",
 		}
 		for _, pid := range mirrorIDs {
 			lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", pid, peers[pid].quorum, peers[pid].election))
@@ -205,6 +225,9 @@ func (w *world) startMirror(m *mirror, serve bool) {
 		"--status-addr", m.status, "--takeover-config", m.cfg}
 	if serve {
 		argv = append(argv, "--client-addr", m.client)
+	}
+	if level := os.Getenv(logLevelEnv); level != "" {
+		argv = append(argv, "--log-level", level)
 	}
 	m.serve = serve
 	p, err := spawn(argv, m.log, nil)
@@ -283,7 +306,10 @@ func (w *world) startClients(connect string) []*client {
 	w.t.Helper()
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
 	argvs := map[string][]string{
-		"curator": {"java", "-Xmx128m", "-XX:+UseSerialGC", "-cp", w.art.classes + ":" + strings.Join(javaClasspath, ":"),
+		"curator": {"java", "-Xmx128m", "-XX:+UseSerialGC",
+			// the ZooKeeper client's own log: on stderr, with the events
+			"-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-Dorg.slf4j.simpleLogger.showDateTime=true",
+			"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS", "-cp", w.art.classes + ":" + strings.Join(javaClasspath, ":"),
 			"MigrateClient", connect, "curator", base, strconv.Itoa(sessionMs), strconv.Itoa(intervalMs)},
 		"kazoo": {systemPython, filepath.Join(root, "test", "migrate", "kazoo", "migrate_client.py"),
 			connect, "kazoo", base, strconv.Itoa(sessionMs), strconv.Itoa(intervalMs)},
