@@ -77,6 +77,9 @@ class Client:
             pass
         self.stopping.set()
         writer.join(10)
+        # A children watch lists a new child one getChildren after its
+        # event: let the listings of the last writes arrive.
+        time.sleep(1.0)
         self.report("final")
         with self.out_lock:
             self.done = True
