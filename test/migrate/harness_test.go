@@ -58,15 +58,52 @@ var javaClasspath = []string{
 
 const systemPython = "/usr/bin/python3"
 
+// requireMigrate gates the long form: it skips without gateEnv, and
+// fails when what it needs is missing.
 func requireMigrate(t *testing.T) {
 	t.Helper()
 	if os.Getenv(gateEnv) != "1" {
 		t.Skipf("the migration scenarios run with %s=1 (make migrate)", gateEnv)
 	}
 	zkproc.Require(t)
-	if out, err := exec.Command(systemPython, "-c", "import kazoo").CombinedOutput(); err != nil {
-		t.Fatalf("kazoo missing for %s (make migrate installs python3-kazoo): %v\n%s", systemPython, err, out)
+	if missing := missingClients(); missing != "" {
+		t.Fatalf("the migration clients cannot run: %s (make migrate installs them)", missing)
 	}
+}
+
+// missingClients says what the client programs lack here ("" if nothing):
+// javac, a Curator jar, kazoo for the system Python.
+func missingClients() string {
+	var missing []string
+	if _, err := exec.LookPath("javac"); err != nil {
+		missing = append(missing, "javac")
+	}
+	for _, jar := range javaClasspath {
+		if _, err := os.Stat(jar); err != nil {
+			missing = append(missing, jar)
+		}
+	}
+	if err := exec.Command(systemPython, "-c", "import kazoo").Run(); err != nil {
+		missing = append(missing, "kazoo for "+systemPython)
+	}
+	return strings.Join(missing, ", ")
+}
+
+// missingFeatures says which of the migration's command-line features
+// the zkserverd binary lacks ("" if none).
+func (w *world) missingFeatures() string {
+	var missing []string
+	help, _ := exec.Command(w.art.zkserverd, "mirror", "--help").CombinedOutput()
+	for _, flag := range []string{"--client-addr", "--takeover-config"} {
+		if !strings.Contains(string(help), flag) {
+			missing = append(missing, "mirror "+flag)
+		}
+	}
+	// an unknown command's --help prints the root's help, without --mirror
+	if out, _ := exec.Command(w.art.zkserverd, "takeover", "--help").CombinedOutput(); !strings.Contains(string(out), "--mirror") {
+		missing = append(missing, "the takeover command")
+	}
+	return strings.Join(missing, ", ")
 }
 
 // artifacts are the programs one scenario runs.

@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/internal/testutil"
+	"github.com/zkserverd/zkserverd/internal/zkproc"
 )
 
 // pauseGoal is the write pause at the switch the issue aims for on this
@@ -36,11 +37,14 @@ type scenario struct {
 	disrupt func(w *world)
 	// steady is how long the clients run before and after each step.
 	steady time.Duration
+	// quick is the normal suite's form: it skips where the long form fails.
+	quick bool
 }
 
 // TestMigrateTakeover is the proof: clients hold their recipes and write
 // while three mirrors follow ZooKeeper, serve them, and take over.
 func TestMigrateTakeover(t *testing.T) {
+	requireMigrate(t)
 	run(t, scenario{preload: 2000, mirrors: true, serve: true, steady: 5 * time.Second})
 }
 
@@ -49,24 +53,28 @@ func TestMigrateTakeover(t *testing.T) {
 // until the switch, then move to the members (their connect strings list
 // the members' client ports from the start).
 func TestMigrateTakeoverWithoutServing(t *testing.T) {
+	requireMigrate(t)
 	run(t, scenario{preload: 2000, mirrors: true, steady: 5 * time.Second})
 }
 
 // TestMigrateZooKeeperLeaderDies kills the ZooKeeper leader while the
 // mirrors follow (and serve), before the takeover.
 func TestMigrateZooKeeperLeaderDies(t *testing.T) {
+	requireMigrate(t)
 	run(t, scenario{preload: 2000, mirrors: true, serve: true, steady: 5 * time.Second, disrupt: killZooKeeperLeader})
 }
 
 // TestMigrateMirrorRestarts kills a mirror mid-mirror and starts it again
 // (it syncs anew) before the takeover.
 func TestMigrateMirrorRestarts(t *testing.T) {
+	requireMigrate(t)
 	run(t, scenario{preload: 2000, mirrors: true, serve: true, steady: 5 * time.Second, disrupt: restartMirror})
 }
 
 // TestMigrateLargeSnapshot has the mirrors join after 100k+ znodes are in
 // ZooKeeper: they sync by a snapshot that large, then take over.
 func TestMigrateLargeSnapshot(t *testing.T) {
+	requireMigrate(t)
 	run(t, scenario{preload: 100_500, mirrors: true, serve: true, steady: 5 * time.Second})
 }
 
@@ -75,12 +83,36 @@ func TestMigrateLargeSnapshot(t *testing.T) {
 // harness (the clients survive a leader change, and the checker passes on
 // a correct ensemble).
 func TestMigrateDryRun(t *testing.T) {
+	requireMigrate(t)
 	run(t, scenario{preload: 2000, steady: 5 * time.Second})
 }
 
+// TestQuickMigration is the quick form in the normal suite: the takeover
+// with serving mirrors, 500 preloaded znodes and shorter steady phases.
+// It skips where ZooKeeper, Curator or kazoo is missing, or where the
+// zkserverd built lacks `mirror --client-addr`, `--takeover-config` or
+// `takeover` (make migrate fails instead).
+func TestQuickMigration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("launches ZooKeeper, three mirrors and two client programs")
+	}
+	zkproc.Require(t)
+	if missing := missingClients(); missing != "" {
+		t.Skipf("the migration clients cannot run here: %s (make migrate installs them)", missing)
+	}
+	run(t, scenario{preload: 500, mirrors: true, serve: true, steady: 3 * time.Second, quick: true})
+}
+
 func run(t *testing.T, sc scenario) {
-	requireMigrate(t)
 	w := newWorld(t)
+	if sc.mirrors {
+		if missing := w.missingFeatures(); missing != "" {
+			if sc.quick {
+				t.Skipf("this zkserverd lacks %s", missing)
+			}
+			t.Fatalf("this zkserverd lacks %s, which the migration needs", missing)
+		}
+	}
 	preload(t, w, sc.preload)
 	if sc.mirrors {
 		began := time.Now()
@@ -102,6 +134,9 @@ func run(t *testing.T, sc scenario) {
 	}
 	t.Logf("switch took %v", to.Sub(from).Round(time.Millisecond))
 	time.Sleep(sc.steady)
+	if sc.mirrors {
+		t.Logf("members after the switch: %s", w.memberModes())
+	}
 
 	addrs := w.zk.ClientAddrs()
 	if sc.mirrors {
@@ -333,6 +368,16 @@ func takeover(t *testing.T, w *world) (from, to time.Time) {
 		froze.Sub(from).Round(time.Millisecond), stopped.Sub(from).Round(time.Millisecond),
 		to.Sub(from).Round(time.Millisecond), out.String())
 	return from, to
+}
+
+// memberModes is what srvr says each member is.
+func (w *world) memberModes() string {
+	var parts []string
+	for _, m := range w.mirrors {
+		mode := testutil.FourLetterLine(m.client, "srvr", "Mode: ")
+		parts = append(parts, fmt.Sprintf("%d %s", m.id, mode))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (w *world) phases() string {
