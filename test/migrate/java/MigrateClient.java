@@ -6,6 +6,7 @@
 //
 //   java -cp <classes>:<jars> MigrateClient CONNECT_STRING NAME BASE SESSION_MS INTERVAL_MS
 //
+// A prober checks that the session reads its own writes (probeLoop).
 // It runs until its stdin closes, then prints a "final" line with what it
 // still holds and exits 0. Writes go through the raw ZooKeeper handle, not
 // Curator's retrying API: a write the client never resends is acknowledged
@@ -15,8 +16,11 @@
 import java.io.InputStream;
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.apache.curator.framework.CuratorFramework;
@@ -85,7 +89,7 @@ public final class MigrateClient {
     private void run() throws Exception {
         curator.getConnectionStateListenable().addListener((cl, state) -> emit("state", "state", state.name()));
         curator.start();
-        if (!curator.blockUntilConnected(60, java.util.concurrent.TimeUnit.SECONDS)) {
+        if (!curator.blockUntilConnected(60, TimeUnit.SECONDS)) {
             throw new IllegalStateException("not connected within 60 s");
         }
         emit("start", "session", hex(zk().getSessionId()));
@@ -99,6 +103,11 @@ public final class MigrateClient {
 
         Thread writer = new Thread(() -> writeLoop(writes), "writer");
         writer.start();
+        String probe = base + "/probe/" + name;
+        curator.create().orSetData().creatingParentsIfNeeded().forPath(probe);
+        Thread prober = new Thread(() -> probeLoop(probe), "prober");
+        prober.setDaemon(true);
+        prober.start();
         Thread holder = new Thread(this::reportLoop, "holder");
         holder.setDaemon(true);
         holder.start();
@@ -137,7 +146,7 @@ public final class MigrateClient {
             public void notLeader() { emit("leader", "state", "lost"); }
         });
         latch.start();
-        if (!latch.await(60, java.util.concurrent.TimeUnit.SECONDS)) {
+        if (!latch.await(60, TimeUnit.SECONDS)) {
             throw new IllegalStateException("no leadership within 60 s");
         }
     }
@@ -175,6 +184,49 @@ public final class MigrateClient {
                 } catch (InterruptedException e) {
                     return;
                 }
+            }
+        }
+    }
+
+    // probeLoop checks that a session reads its own writes: it sends a
+    // setData and, without waiting, a getData of the same node (nobody
+    // else writes it); when both succeed the read must return the value
+    // written, as requests of one session are answered in order.
+    private void probeLoop(String path) {
+        long n = 0;
+        while (!stopping.get()) {
+            n++;
+            byte[] want = (name + ":probe:" + n).getBytes(StandardCharsets.UTF_8);
+            CountDownLatch done = new CountDownLatch(2);
+            int[] rcs = new int[2];
+            byte[][] got = new byte[1][];
+            long[] zxids = new long[2];
+            try {
+                ZooKeeper z = zk();
+                z.setData(path, want, -1, (rc, p, ctx, stat) -> {
+                    rcs[0] = rc;
+                    zxids[0] = stat == null ? 0 : stat.getMzxid();
+                    done.countDown();
+                }, null);
+                z.getData(path, false, (rc, p, ctx, data, stat) -> {
+                    rcs[1] = rc;
+                    got[0] = data;
+                    zxids[1] = stat == null ? 0 : stat.getMzxid();
+                    done.countDown();
+                }, null);
+                done.await(30, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                rcs[0] = -1; // nothing to check
+            }
+            if (done.getCount() == 0 && rcs[0] == 0 && rcs[1] == 0 && !Arrays.equals(want, got[0])) {
+                emit("error", "msg", String.format("read-your-writes: setData of %s (mzxid 0x%x) then getData returned %s (mzxid 0x%x)",
+                        new String(want, StandardCharsets.UTF_8), zxids[0],
+                        got[0] == null ? "null" : new String(got[0], StandardCharsets.UTF_8), zxids[1]));
+            }
+            try {
+                Thread.sleep(intervalMs);
+            } catch (InterruptedException e) {
+                return;
             }
         }
     }

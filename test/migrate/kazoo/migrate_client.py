@@ -72,6 +72,9 @@ class Client:
             self.watch(self.base + "/w/" + who)
         writer = threading.Thread(target=self.write_loop, args=(writes,), daemon=True)
         writer.start()
+        probe = self.base + "/probe/" + self.name
+        self.zk.ensure_path(probe)
+        threading.Thread(target=self.probe_loop, args=(probe,), daemon=True).start()
         threading.Thread(target=self.report_loop, daemon=True).start()
         for _ in sys.stdin:
             pass
@@ -146,6 +149,26 @@ class Client:
             wait = self.interval - (time.time() - started)
             if wait > 0:
                 time.sleep(wait)
+
+    def probe_loop(self, path):
+        """Checks that the session reads its own writes: a set and, without
+        waiting, a get of the same node (nobody else writes it); when both
+        succeed the get must return the value set."""
+        n = 0
+        while not self.stopping.is_set():
+            n += 1
+            want = ("%s:probe:%d" % (self.name, n)).encode()
+            try:
+                wrote = self.zk.set_async(path, want)
+                read = self.zk.get_async(path)
+                stat = wrote.get(timeout=30)
+                got, gstat = read.get(timeout=30)
+            except Exception:
+                got = want  # one of them failed: nothing to check
+            if got != want:
+                self.emit("error", msg="read-your-writes: set of %s (mzxid 0x%x) then get returned %r (mzxid 0x%x)"
+                          % (want.decode(), stat.mzxid, got, gstat.mzxid))
+            time.sleep(self.interval)
 
     def report_loop(self):
         while not self.stopping.wait(1.0):
