@@ -26,8 +26,9 @@
 #                          and a watch and write while three `zkserverd mirror`s
 #                          follow Apache ZooKeeper 3.8, serve them and take over
 #                          (`zkserverd takeover`); also a ZooKeeper leader death,
-#                          a mirror restart, a 100k-znode snapshot and a dry run
-#                          against ZooKeeper alone; reports the write pause at the
+#                          a mirror restart, a 100k-znode snapshot, mirrors that
+#                          serve only after the switch, and a dry run against
+#                          ZooKeeper alone; reports the write pause at the
 #                          switch; installs MIGRATE_PACKAGES with apt-get (as root)
 #                          when missing. Select one with ARGS="-run TestMigrateDryRun"
 #

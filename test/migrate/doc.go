@@ -3,7 +3,8 @@
 // follows it, serves its clients, and `zkserverd takeover` turns the
 // mirrors into a zkserverd ensemble, while Curator and kazoo clients
 // (java/, kazoo/) hold an ephemeral node, a lock, a leadership and a
-// watch, and write at a steady rate.
+// watch, write at a steady rate, and check that they read their own
+// writes.
 //
 // The clients print one JSON line per event (events.go); Check (check.go)
 // reads those logs and the final tree and lists every broken promise: an
@@ -13,5 +14,7 @@
 //
 // The scenarios (migrate_test.go) launch Debian's ZooKeeper 3.8, the
 // mirrors and the clients; they run only with ZKSERVERD_MIGRATE=1
-// (`make migrate`). The checker's own tests run in the normal suite.
+// (`make migrate`). The normal suite runs the checker's own tests and a
+// quick form of the takeover (TestQuickMigration), which skips where
+// ZooKeeper, the clients or the zkserverd features are missing.
 package migrate
