@@ -22,7 +22,10 @@ func (s *State) apply(tree *datatree.Tree, t *zkimport.Txn) error {
 	switch h.Type {
 	case jute.OpCreateSession:
 		s.Sessions().Add(h.ClientID, t.Op.Timeout)
-		s.notify(h, &datatree.Result{})
+		if s.opts.Applied != nil {
+			s.opts.Applied(Applied{SessionID: h.ClientID, Cxid: h.Cxid, Zxid: h.Zxid, Time: h.Time, Type: h.Type,
+				Result: &datatree.Result{}, Timeout: t.Op.Timeout})
+		}
 	case jute.OpError:
 		s.notify(h, &datatree.Result{Err: t.Op.Err})
 	case jute.OpReconfig:

@@ -95,4 +95,14 @@
 //
 // Truncate only accepts the zxid the State is at: the mirror keeps no
 // history to go back to.
+//
+// The Applying callback, if set, runs before each transaction that
+// Applied will report, with no lock held.
+//
+// # Serving clients
+//
+// Replica (replica.go) serves a State to a zkserverd server as a
+// ZooKeeper observer serves its clients: reads from the State, writes and
+// sessions through the ZooKeeper leader (Upstream, which *zab.Observer
+// implements), each answered by the transaction that comes back for it.
 package mirror

@@ -39,8 +39,10 @@ type Applied struct {
 	Type jute.OpCode
 	// Result is what the tree answered: the reply's err and body and the
 	// watch events. Session transactions and failed requests get one
-	// built to ZooKeeper's answer.
+	// built to ZooKeeper's answer. It is nil in Options.Applying.
 	Result *datatree.Result
+	// Timeout is a createSession's session timeout (ms).
+	Timeout int32
 }
 
 // Options configures a State.
@@ -56,6 +58,10 @@ type Options struct {
 	// Applied, if set, is called for every applied transaction; see the
 	// package doc for when and under which lock.
 	Applied func(Applied)
+	// Applying, if set, is called before each transaction that Applied
+	// will report, with no lock held (Result is nil): a server runs the
+	// reads queued before its own write against the state before it.
+	Applying func(Applied)
 }
 
 // State is a replica of a ZooKeeper ensemble's state. See the package doc.
@@ -259,6 +265,10 @@ func (s *State) Txn(zxid int64, data []byte) error {
 	}
 	if t.Header.Zxid != zxid {
 		return s.fail(zxid, fmt.Errorf("%w: the entry's header has zxid %s", ErrDiverged, zxidString(t.Header.Zxid)))
+	}
+	if s.opts.Applying != nil {
+		h := t.Header
+		s.opts.Applying(Applied{SessionID: h.ClientID, Cxid: h.Cxid, Zxid: h.Zxid, Time: h.Time, Type: h.Type, Timeout: t.Op.Timeout})
 	}
 	if err := s.apply(tree, t); err != nil {
 		return s.fail(zxid, fmt.Errorf("%w: %s of session %#x: %w", ErrDiverged, t.Header.Type, t.Header.ClientID, err))

@@ -42,6 +42,26 @@ type Options struct {
 	// /metrics and the audit log (package server/ops; nil: none, see
 	// operator.go).
 	Operator Operator
+	// Replica, if set, supplies the replicated state instead of a
+	// replication.Node in the data directory: the server then creates no
+	// data directory and opens no replication of its own (a mirror of a
+	// ZooKeeper ensemble serves this way; see ReplicaSetup).
+	Replica func(ReplicaSetup) (Replica, error)
+}
+
+// ReplicaSetup is what the server hands a Replica it does not build
+// itself (Options.Replica).
+type ReplicaSetup struct {
+	// ServerID is this server's id (zoo.cfg's myid, at least 1).
+	ServerID int64
+	// Observer is the server's apply hook; the Replica calls it as
+	// replication.Node does (observer.go): Applying before a transaction
+	// with no lock held, Applied with the tree's write lock held or none,
+	// Restored after the state was replaced, never two at once.
+	Observer replication.Observer
+	// Tree is the tree configuration: ACL checks of the server's reads
+	// go through its Authorizer.
+	Tree datatree.Config
 }
 
 // Server is a standalone zkserverd member serving clients.
@@ -156,20 +176,37 @@ func New(opts Options, seams ...Option) (*Server, error) {
 	for _, o := range seams {
 		o(s)
 	}
+	s.idGen = session.NewIDGenerator(s.serverID, time.Now().UnixMilli())
+	s.tracker = session.NewTracker(session.RealClock{}, time.Duration(cfg.TickTime)*time.Millisecond, s.expireSessions)
+	if opts.Replica != nil {
+		node, err := opts.Replica(ReplicaSetup{ServerID: s.serverID, Observer: (*observer)(s), Tree: treeConfig(cfg, authReg)})
+		if err != nil {
+			return nil, fmt.Errorf("server: replica: %w", err)
+		}
+		s.node, s.dataDir, s.logDir = node, cfg.DataDir, cfg.EffectiveDataLogDir()
+		return s, nil
+	}
+	if err := s.openReplication(cfg, authReg, logger); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// openReplication creates the data directories and opens the replicated
+// state in them (a replication.Node).
+func (s *Server) openReplication(cfg conf.Config, authReg *acl.Registry, logger *slog.Logger) error {
 	s.dataDir, s.logDir = cfg.DataDir, cfg.DataLogDir
 	if s.logDir == "" {
 		s.logDir = s.dataDir
 	}
 	for _, d := range []string{s.dataDir, s.logDir} {
 		if err := os.MkdirAll(d, 0o750); err != nil {
-			return nil, fmt.Errorf("server: create data directory: %w", err)
+			return fmt.Errorf("server: create data directory: %w", err)
 		}
 	}
-	s.idGen = session.NewIDGenerator(s.serverID, time.Now().UnixMilli())
-	s.tracker = session.NewTracker(session.RealClock{}, time.Duration(cfg.TickTime)*time.Millisecond, s.expireSessions)
 	network, err := memberNetwork(cfg, logger) // ensemble.go
 	if err != nil {
-		return nil, err
+		return err
 	}
 	node, err := replication.Open(replication.Config{
 		ServerID:              s.serverID,
@@ -195,10 +232,10 @@ func New(opts Options, seams ...Option) (*Server, error) {
 		OnLogSync:             s.observeLogSync,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.node = node
-	return s, nil
+	return nil
 }
 
 // millis converts a configured number of milliseconds to a Duration,

@@ -20,9 +20,9 @@ var allowedImports = map[string][]string{
 	"server":            {"jute", "datatree", "session", "txnlog", "replication", "acl", "watch", "conf", "tlsconf", "sasl", "peernet"},
 	"peernet":           {"conf", "tlsconf", "sasl"},
 	"server/ops":        {"jute", "datatree", "session", "txnlog", "replication", "watch", "conf", "server", "acl", "internal/zkimport"},
-	"cmd/zkserverd":     {"conf", "server", "server/ops", "internal/zkimport", "zab", "mirror"},
+	"cmd/zkserverd":     {"conf", "server", "server/ops", "internal/zkimport", "zab", "mirror", "replication", "datatree"}, // replication, datatree: the takeover seeds a mirror's state (takeover_member.go)
 	"zab":               {"jute"},
-	"mirror":            {"jute", "acl", "datatree", "session", "internal/zkimport"},
+	"mirror":            {"jute", "acl", "datatree", "session", "internal/zkimport", "txnlog", "replication"}, // txnlog, replication: a Replica serves a server (replica.go)
 	"internal/zkproc":   {"internal/testutil"},
 	"internal/zkimport": {"jute", "datatree", "session", "replication"},
 	"server/servertest": {"server", "server/ops"},

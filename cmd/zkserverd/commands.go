@@ -59,6 +59,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newBackupCommand(), newRestoreCommand())
 	root.AddCommand(newTransferCommand())     // transfer.go
 	root.AddCommand(newMirrorCommand(stderr)) // mirror.go
+	root.AddCommand(newTakeoverCommand())     // takeover_cmd.go
 	return root
 }
 

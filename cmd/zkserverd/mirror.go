@@ -27,8 +27,12 @@ type mirrorFlags struct {
 	ensemble   string // the ZooKeeper ensemble's zoo.cfg (or dynamic file)
 	myid       int64
 	statusAddr string
+	clientAddr string // serve ZooKeeper clients here (mirror_serve.go); "" = none
 	logLevel   string
 	logFormat  string
+	// takeoverConfig is the zkserverd configuration this mirror becomes
+	// a member of at the takeover (takeover.go).
+	takeoverConfig string
 }
 
 // newMirrorCommand builds `zkserverd mirror`: follow a running Apache
@@ -43,6 +47,8 @@ func newMirrorCommand(stderr io.Writer) *cobra.Command {
 			"server.N line, role observer, must be in the ensemble's configuration) and keeps\n" +
 			"a replica of the ensemble's tree, sessions and zxid, checked against ZooKeeper's\n" +
 			"digest at every transaction. --status-addr serves GET /mirror (JSON) and /ready.\n" +
+			"With --client-addr it also serves ZooKeeper clients there, as an observer does:\n" +
+			"reads from its replica, writes and sessions through the ZooKeeper leader.\n" +
 			"It stops with an error when its state diverges from the ensemble's.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -55,8 +61,10 @@ func newMirrorCommand(stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.ensemble, "ensemble", "", "the ZooKeeper ensemble's zoo.cfg (server.N lines; its dynamicConfigFile is read too)")
 	fl.Int64Var(&f.myid, "myid", 0, "this mirror's sid: the N of its server.N=...:observer line")
 	fl.StringVar(&f.statusAddr, "status-addr", "127.0.0.1:8080", "address of the status endpoint (empty: none)")
+	fl.StringVar(&f.clientAddr, "client-addr", "", "serve ZooKeeper clients on this host:port as a ZooKeeper observer does (empty: none)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringVar(&f.takeoverConfig, "takeover-config", "", "the zkserverd zoo.cfg this mirror runs as a member after a takeover (server.N lines of the mirrors, an empty dataDir); see `zkserverd takeover`")
 	cmd.MarkFlagRequired("ensemble")
 	cmd.MarkFlagRequired("myid")
 	return cmd
@@ -72,32 +80,59 @@ func runMirror(ctx context.Context, f mirrorFlags, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st := mirror.New(mirror.Options{Logger: logger.With("component", "mirror")})
-	obs, err := zab.Start(zab.Config{MyID: f.myid, Servers: view.Servers, Handler: st, Logger: logger.With("component", "zab")})
-	if err != nil {
-		return fmt.Errorf("mirror: %w", err)
+	if f.takeoverConfig != "" {
+		if err := checkTakeoverConfig(f.takeoverConfig, f.myid); err != nil { // takeover_member.go
+			return err
+		}
 	}
-	defer obs.Close()
+	var (
+		st  *mirror.State
+		obs *zab.Observer
+		tko = takeoverOptions{myid: f.myid, configPath: f.takeoverConfig, view: view, logger: logger}
+	)
+	if f.clientAddr != "" {
+		served, err := startMirrorServer(ctx, f, view, logger)
+		if err != nil {
+			return err
+		}
+		defer served.Close()
+		st, obs = served.replica.State(), served.obs
+		tko.freezer, tko.clients = served, served
+	} else {
+		st = mirror.New(mirror.Options{Logger: logger.With("component", "mirror")})
+		obs, err = zab.Start(zab.Config{MyID: f.myid, Servers: view.Servers, Handler: st, Logger: logger.With("component", "zab")})
+		if err != nil {
+			return fmt.Errorf("mirror: %w", err)
+		}
+		defer obs.Close()
+	}
+	tko.st, tko.obs = st, obs
+	tk := newTakeover(tko)
 	if f.statusAddr != "" {
-		srv, err := serveMirrorStatus(f.statusAddr, f.myid, st, obs, logger)
+		srv, err := serveMirrorStatus(f.statusAddr, f.myid, st, obs, tk, logger)
 		if err != nil {
 			return err
 		}
 		defer srv.Close()
 	}
-	logger.Info("mirroring", "myid", f.myid, "voters", len(view.Voters()), "status", f.statusAddr)
+	logger.Info("mirroring", "myid", f.myid, "voters", len(view.Voters()), "status", f.statusAddr, "clients", f.clientAddr)
 	select {
 	case <-ctx.Done():
+	case <-obs.Done():
+	}
+	if tk.switched() {
+		return tk.serveUntil(ctx) // the mirror became a zkserverd member (takeover.go)
+	}
+	if ctx.Err() != nil {
 		logger.Info("mirror stopping", "last_zxid", fmt.Sprintf("%#x", st.LastZxid()))
 		return nil
-	case <-obs.Done():
-		err := errors.Join(obs.Err(), st.Err())
-		if err == nil {
-			err = errors.New("the observer stopped")
-		}
-		logger.Error("mirror stopped: its state no longer follows the ensemble", "err", err)
-		return fmt.Errorf("mirror: %w", err)
 	}
+	err = errors.Join(obs.Err(), st.Err())
+	if err == nil {
+		err = errors.New("the observer stopped")
+	}
+	logger.Error("mirror stopped: its state no longer follows the ensemble", "err", err)
+	return fmt.Errorf("mirror: %w", err)
 }
 
 // readEnsembleView reads the ensemble's membership from its zoo.cfg: the
@@ -142,6 +177,8 @@ func configValue(text, key string) string {
 
 // mirrorStatus is GET /mirror's body.
 type mirrorStatus struct {
+	takeoverStatus // phase, zookeeper_reachable... (takeover_status.go)
+
 	MyID     int64  `json:"myid"`
 	Leader   int64  `json:"leader"` // 0: not synced with a leader
 	Synced   bool   `json:"synced"`
@@ -170,17 +207,28 @@ func statusOf(myid int64, st *mirror.State, obs *zab.Observer) mirrorStatus {
 
 // serveMirrorStatus serves GET /mirror and /ready (200 while synced with
 // a leader and not diverged, 503 otherwise) on addr.
-func serveMirrorStatus(addr string, myid int64, st *mirror.State, obs *zab.Observer, logger *slog.Logger) (*http.Server, error) {
+func serveMirrorStatus(addr string, myid int64, st *mirror.State, obs *zab.Observer, tk *takeover, logger *slog.Logger) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: status endpoint: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /mirror", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /mirror", func(w http.ResponseWriter, r *http.Request) {
+		s := statusOf(myid, st, obs)
+		s.takeoverStatus = tk.status(r.Context())
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(statusOf(myid, st, obs))
+		json.NewEncoder(w).Encode(s)
 	})
+	tk.routes(mux) // takeover_status.go
 	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
+		if ready, decided := tk.ready(); decided {
+			if !ready {
+				http.Error(w, "taking over: not serving yet", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "ready")
+			return
+		}
 		if s := statusOf(myid, st, obs); !s.Synced {
 			http.Error(w, "not synced with the ensemble's leader", http.StatusServiceUnavailable)
 			return

@@ -102,9 +102,10 @@ func TestMirrorFollowsAZooKeeperEnsemble(t *testing.T) {
 	}
 
 	statusAddr := "127.0.0.1:" + strconv.Itoa(picker.Free(t))
+	clientAddr := "127.0.0.1:" + strconv.Itoa(picker.Free(t))
 	var stderr bytes.Buffer
 	root := newRootCommand(&bytes.Buffer{}, &stderr)
-	root.SetArgs([]string{"mirror", "--ensemble", cfgPath, "--myid", "4", "--status-addr", statusAddr})
+	root.SetArgs([]string{"mirror", "--ensemble", cfgPath, "--myid", "4", "--status-addr", statusAddr, "--client-addr", clientAddr})
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(runCtx) }()
@@ -148,6 +149,11 @@ func TestMirrorFollowsAZooKeeperEnsemble(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/ready answered %d while synced", resp.StatusCode)
+	}
+	// --client-addr: a client reads the mirror's tree there.
+	mc, _ := client(t, clientAddr)
+	if data, _, err := mc.Get("/m19"); err != nil || string(data) != "/m19" {
+		t.Errorf("get /m19 on the mirror's client port: %q %v", data, err)
 	}
 }
 
