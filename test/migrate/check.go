@@ -230,13 +230,15 @@ func hexes(ids []int64) string {
 // zxids rise strictly (its writer waits for each ack before the next).
 func checkZxids(name string, evs []Event, fail func(string, ...any)) {
 	var seen, acked int64
+	var at Event // the line that saw seen
 	for _, e := range evs {
 		if e.ZxidSeen > 0 || (seen > 0 && e.ZxidSeen == 0) { // -1: the client could not tell
 			if e.ZxidSeen < seen {
-				fail("%s: zxid went back from %#x to %#x at %s (%s)", name, seen, e.ZxidSeen, e.Time().UTC().Format("15:04:05.000"), e.Ev)
+				fail("%s: zxid went back from %#x (%s line at %s) to %#x (%s line at %s)", name,
+					seen, at.Ev, at.Time().UTC().Format("15:04:05.000"), e.ZxidSeen, e.Ev, e.Time().UTC().Format("15:04:05.000"))
 				return
 			}
-			seen = e.ZxidSeen
+			seen, at = e.ZxidSeen, e
 		}
 		if e.Ev == "ack" {
 			if e.Zxid <= acked {
