@@ -14,4 +14,10 @@
 // ZooKeeper members and zkserverd members never share an ensemble, so it
 // need not be ZooKeeper's QuorumAuthPacket. A member configured with none
 // of these keys uses plain TCP and sends exactly what it sent before.
+//
+// zkserverd mirror, which joins an Apache ZooKeeper ensemble as an
+// observer, uses the same TLS through NewForZooKeeper (nothing after the
+// TLS handshake, as ZooKeeper members connect) and the same credentials
+// through LoadQuorumLogin, for ZooKeeper's own login exchange, which
+// package zab runs (zookeeper.go).
 package peernet

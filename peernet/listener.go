@@ -154,9 +154,11 @@ func (n *Network) acceptHandshake(c net.Conn) (net.Conn, error) {
 	if !n.acceptPlain {
 		return nil, fmt.Errorf("%w: plaintext connection on a TLS-only member port (sslQuorum=true, portUnification=false)", ErrRefused)
 	}
+	if n.bare {
+		return sniffed, nil
+	}
 	if first == helloMagic {
 		return n.afterHello(c) // past the hello's magic byte
-
 	}
 	if n.login != nil && n.login.serverRequire {
 		return nil, fmt.Errorf("%w: the member did not log in and quorum.auth.serverRequireSasl=true", ErrRefused)
@@ -173,6 +175,9 @@ func (n *Network) acceptTLS(c net.Conn) (net.Conn, error) {
 	tc := tls.Server(c, n.serverConfig(c.RemoteAddr()))
 	if err := tc.Handshake(); err != nil {
 		return nil, fmt.Errorf("%w: TLS handshake: %w", ErrRefused, err)
+	}
+	if n.bare {
+		return tc, nil
 	}
 	var magic [1]byte
 	if _, err := io.ReadFull(tc, magic[:]); err != nil {

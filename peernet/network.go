@@ -46,6 +46,9 @@ type Network struct {
 	lastCheck time.Time
 
 	login *login // nil: quorum SASL is off
+	// bare: TLS and nothing after it, as Apache ZooKeeper members connect
+	// (NewForZooKeeper); no hello is sent or expected.
+	bare bool
 
 	refusals *logLimiter
 }
@@ -203,7 +206,7 @@ func (n *Network) dialHandshake(c net.Conn, addr string) (net.Conn, error) {
 		up = tc
 	}
 	authenticate := n.login != nil && n.login.learnerRequire
-	if !n.dialTLS && !authenticate {
+	if n.bare || !n.dialTLS && !authenticate {
 		return up, nil // exactly the bytes of a plain member
 	}
 	if err := n.sendHello(up, authenticate); err != nil {

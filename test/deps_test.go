@@ -20,7 +20,7 @@ var allowedImports = map[string][]string{
 	"server":            {"jute", "datatree", "session", "txnlog", "replication", "acl", "watch", "conf", "tlsconf", "sasl", "peernet"},
 	"peernet":           {"conf", "tlsconf", "sasl"},
 	"server/ops":        {"jute", "datatree", "session", "txnlog", "replication", "watch", "conf", "server", "acl", "internal/zkimport"},
-	"cmd/zkserverd":     {"conf", "server", "server/ops", "internal/zkimport", "zab", "mirror", "replication", "datatree"}, // replication, datatree: the takeover seeds a mirror's state (takeover_member.go)
+	"cmd/zkserverd":     {"conf", "server", "server/ops", "internal/zkimport", "zab", "mirror", "replication", "datatree", "peernet"}, // replication, datatree: the takeover seeds a mirror's state (takeover_member.go); peernet: the mirror's quorum TLS and SASL (mirror_security.go)
 	"zab":               {"jute"},
 	"mirror":            {"jute", "acl", "datatree", "session", "internal/zkimport", "txnlog", "replication"}, // txnlog, replication: a Replica serves a server (replica.go)
 	"internal/zkproc":   {"internal/testutil"},

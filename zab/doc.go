@@ -55,4 +55,11 @@
 // request comes back as a transaction whose header (ParseTxnHeader)
 // carries the request's session and cxid; that is how a caller learns
 // that its write was committed.
+//
+// An ensemble with quorum TLS or quorum SASL needs Config.Network (TLS on
+// both ports, run by the caller's implementation) and Config.Auth
+// (ZooKeeper's QuorumAuthPacket login, secure.go, with the caller's SASL
+// mechanisms): the observer logs in at the start of its leader connection
+// and after the opening of each election connection it opens, and checks
+// the login of a voter that opens one to it.
 package zab

@@ -27,10 +27,7 @@ import (
 // mu guards conns, view and current; the listener and one reader per
 // connection run in their own goroutines and hand messages to notes.
 type elector struct {
-	myID        int64
-	myAddr      string // our election address as we announce it
-	dialTimeout time.Duration
-	log         *slog.Logger
+	electorConfig
 
 	ln    net.Listener // nil when there is no election address to listen on
 	notes chan vote
@@ -42,6 +39,18 @@ type elector struct {
 	view    View
 	current []byte // the notification sent to new connections, framed; nil when not looking
 	clock   int64
+	warned  map[string]time.Time // when a refusal was last logged at warn, by peer and reason
+}
+
+// electorConfig is what the elector is given.
+type electorConfig struct {
+	myID        int64
+	listenAddr  string // where to listen ("": nowhere)
+	announce    string // our election address as we announce it
+	dialTimeout time.Duration
+	network     Network
+	auth        *QuorumAuth // nil: no quorum SASL
+	log         *slog.Logger
 }
 
 // vote is one notification and the sid of the member that sent it.
@@ -50,16 +59,19 @@ type vote struct {
 	n    *Notification
 }
 
-func newElector(myID int64, listenAddr, announce string, view View, dialTimeout time.Duration, log *slog.Logger) (*elector, error) {
-	e := &elector{
-		myID: myID, myAddr: announce, dialTimeout: dialTimeout, log: log,
-		notes: make(chan vote, 256), done: make(chan struct{}),
-		conns: make(map[int64]net.Conn), view: view,
+func newElector(cfg electorConfig, view View) (*elector, error) {
+	if cfg.network == nil {
+		cfg.network = tcpNetwork{}
 	}
-	if listenAddr != "" {
-		ln, err := net.Listen("tcp", listenAddr)
+	e := &elector{
+		electorConfig: cfg,
+		notes:         make(chan vote, 256), done: make(chan struct{}),
+		conns: make(map[int64]net.Conn), view: view, warned: make(map[string]time.Time),
+	}
+	if cfg.listenAddr != "" {
+		ln, err := cfg.network.Listen(cfg.listenAddr)
 		if err != nil {
-			return nil, fmt.Errorf("zab: listen on election address %s: %w", listenAddr, err)
+			return nil, fmt.Errorf("zab: listen on election address %s: %w", cfg.listenAddr, err)
 		}
 		e.ln = ln
 		e.wg.Add(1)
@@ -125,7 +137,7 @@ func (e *elector) accept() {
 // (we dial it ourselves when we look).
 func (e *elector) handleIncoming(c net.Conn) {
 	defer e.wg.Done()
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.SetDeadline(time.Now().Add(max(5*time.Second, e.dialTimeout)))
 	br := bufio.NewReader(c)
 	m, err := ReadInitialMessage(br)
 	if err != nil {
@@ -133,7 +145,25 @@ func (e *elector) handleIncoming(c net.Conn) {
 		c.Close()
 		return
 	}
-	c.SetReadDeadline(time.Time{})
+	// ZooKeeper checks the login before the sids, whoever keeps the
+	// connection.
+	peer := fmt.Sprintf("voter %d at %s", m.SID, c.RemoteAddr())
+	user, err := e.auth.check(c, br, peer)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// It redialled us meanwhile, or gave up: nothing to refuse.
+		e.log.Debug("zab: election connection closed before its login", "sid", m.SID, "err", err)
+		c.Close()
+		return
+	}
+	if err != nil {
+		e.warnLimited(fmt.Sprintf("voter %d", m.SID), "zab: refused an election connection", "sid", m.SID, "remote", c.RemoteAddr().String(), "err", err)
+		c.Close()
+		return
+	}
+	if user != "" {
+		e.log.Debug("zab: voter logged in", "sid", m.SID, "user", user)
+	}
+	c.SetDeadline(time.Time{})
 	if m.SID <= e.myID {
 		e.log.Debug("zab: closing election connection from a smaller sid", "sid", m.SID)
 		c.Close()
@@ -205,17 +235,25 @@ func (e *elector) read(sid int64, c net.Conn, br *bufio.Reader) {
 // current notification. A voter with a larger sid closes it and dials us.
 func (e *elector) dial(s Server) {
 	defer e.wg.Done()
-	c, err := net.DialTimeout("tcp", s.ElectionAddr, e.dialTimeout)
+	c, err := e.network.Dial(s.ElectionAddr, e.dialTimeout)
 	if err != nil {
 		e.log.Debug("zab: cannot reach voter's election port", "sid", s.ID, "addr", s.ElectionAddr, "err", err)
 		return
 	}
-	open := (&InitialMessage{Protocol: ProtocolV1, SID: e.myID, Addr: e.myAddr}).Encode()
-	c.SetWriteDeadline(time.Now().Add(e.dialTimeout))
+	open := (&InitialMessage{Protocol: ProtocolV1, SID: e.myID, Addr: e.announce}).Encode()
+	c.SetDeadline(time.Now().Add(e.dialTimeout))
 	if _, err := c.Write(open); err != nil {
 		c.Close()
 		return
 	}
+	br := bufio.NewReader(c)
+	peer := fmt.Sprintf("voter %d at %s", s.ID, s.ElectionAddr)
+	if err := e.auth.login(c, br, peer); err != nil {
+		e.warnLimited(peer, "zab: election connection refused", "sid", s.ID, "addr", s.ElectionAddr, "err", err)
+		c.Close()
+		return
+	}
+	c.SetDeadline(time.Time{})
 	if s.ID > e.myID {
 		// It drops this connection and opens its own to our listener.
 		c.SetReadDeadline(time.Now().Add(e.dialTimeout))
@@ -226,7 +264,35 @@ func (e *elector) dial(s Server) {
 	if !e.install(s.ID, c) {
 		return
 	}
-	e.read(s.ID, c, bufio.NewReader(c))
+	e.read(s.ID, c, br)
+}
+
+// refusalLogInterval is how often the same refusal is logged at warn:
+// the elector redials every voter at each round of notifications.
+const refusalLogInterval = 10 * time.Second
+
+// warnLimited logs msg at warn, or at debug when the same peer had the
+// same error logged at warn less than refusalLogInterval ago.
+func (e *elector) warnLimited(peer, msg string, args ...any) {
+	key := peer + "\x00" + fmt.Sprint(args[len(args)-1])
+	now := time.Now()
+	e.mu.Lock()
+	last, seen := e.warned[key]
+	quiet := seen && now.Sub(last) < refusalLogInterval
+	if !quiet {
+		for k, t := range e.warned {
+			if now.Sub(t) >= refusalLogInterval {
+				delete(e.warned, k)
+			}
+		}
+		e.warned[key] = now
+	}
+	e.mu.Unlock()
+	if quiet {
+		e.log.Debug(msg, args...)
+		return
+	}
+	e.log.Warn(msg, args...)
 }
 
 // ErrNoLeader is reported when the voters did not agree on a leader in

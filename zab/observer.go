@@ -47,6 +47,12 @@ type Config struct {
 	MaxBackoff time.Duration
 	// Limits bound the packets read from the leader.
 	Limits Limits
+	// Network opens the connections (nil: plain TCP); set one that runs
+	// TLS for an ensemble with sslQuorum=true.
+	Network Network
+	// Auth, when set, runs the quorum SASL login on the connections, for
+	// an ensemble with quorum.auth.enableSasl=true.
+	Auth *QuorumAuth
 }
 
 func (c *Config) setDefaults() {
@@ -63,6 +69,9 @@ func (c *Config) setDefaults() {
 	def(&c.MaxBackoff, 5*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Network == nil {
+		c.Network = tcpNetwork{}
 	}
 }
 
@@ -154,7 +163,11 @@ func Start(cfg Config) (*Observer, error) {
 	if len(view.Voters()) == 0 {
 		return nil, errors.New("zab: Config.Servers lists no voter")
 	}
-	el, err := newElector(cfg.MyID, me.ElectionAddr, me.ElectionAddr, view, cfg.DialTimeout, cfg.Logger)
+	if cfg.Auth != nil && cfg.Auth.Server == nil {
+		return nil, errors.New("zab: Config.Auth.Server is required")
+	}
+	el, err := newElector(electorConfig{myID: cfg.MyID, listenAddr: me.ElectionAddr, announce: me.ElectionAddr,
+		dialTimeout: cfg.DialTimeout, network: cfg.Network, auth: cfg.Auth, log: cfg.Logger}, view)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +313,7 @@ func (d *deadlineConn) Read(p []byte) (int, error) {
 // leader sends until the connection ends. synced reports whether it got
 // as far as UPTODATE.
 func (o *Observer) follow(leader Server, st *syncState) (synced bool, err error) {
-	raw, err := net.DialTimeout("tcp", leader.Addr, o.cfg.DialTimeout)
+	raw, err := o.cfg.Network.Dial(leader.Addr, o.cfg.DialTimeout)
 	if err != nil {
 		return false, fmt.Errorf("zab: dial leader %d at %s: %w", leader.ID, leader.Addr, err)
 	}
@@ -317,6 +330,10 @@ func (o *Observer) follow(leader Server, st *syncState) (synced bool, err error)
 	o.mu.Unlock()
 	defer o.dropLink(l)
 	br := bufio.NewReaderSize(conn, 64<<10)
+	raw.SetWriteDeadline(time.Now().Add(o.cfg.InitTimeout))
+	if err := o.cfg.Auth.login(raw, br, fmt.Sprintf("leader %d at %s", leader.ID, leader.Addr)); err != nil {
+		return false, err
+	}
 	s := &session{o: o, l: l, br: br, conn: conn, st: st}
 	if err := s.register(); err != nil {
 		return false, err

@@ -99,8 +99,14 @@ func runMirror(ctx context.Context, f mirrorFlags, stderr io.Writer) error {
 		st, obs = served.replica.State(), served.obs
 		tko.freezer, tko.clients = served, served
 	} else {
+		sec, err := readMirrorSecurity(f.ensemble, logger) // quorum TLS and SASL (mirror_security.go)
+		if err != nil {
+			return err
+		}
 		st = mirror.New(mirror.Options{Logger: logger.With("component", "mirror")})
-		obs, err = zab.Start(zab.Config{MyID: f.myid, Servers: view.Servers, Handler: st, Logger: logger.With("component", "zab")})
+		zcfg := zab.Config{MyID: f.myid, Servers: view.Servers, Handler: st, Logger: logger.With("component", "zab")}
+		sec.apply(&zcfg)
+		obs, err = zab.Start(zcfg)
 		if err != nil {
 			return fmt.Errorf("mirror: %w", err)
 		}

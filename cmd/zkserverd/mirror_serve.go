@@ -43,6 +43,10 @@ func startMirrorServer(ctx context.Context, f mirrorFlags, view zab.View, logger
 	if err != nil {
 		return nil, err
 	}
+	sec, err := readMirrorSecurity(f.ensemble, logger) // quorum TLS and SASL (mirror_security.go)
+	if err != nil {
+		return nil, err
+	}
 	m := &mirrorServer{}
 	srv, err := server.New(server.Options{Config: cfg, Logger: logger.With("component", "server"),
 		Operator: ops.New(ops.Options{}), Replica: m.newReplica(logger)})
@@ -52,7 +56,9 @@ func startMirrorServer(ctx context.Context, f mirrorFlags, view zab.View, logger
 	m.srv = srv
 	// The observer starts once the server is built: the replica calls the
 	// server's apply hook from the observer's goroutine.
-	obs, err := zab.Start(zab.Config{MyID: f.myid, Servers: view.Servers, Handler: m.replica, Logger: logger.With("component", "zab")})
+	zcfg := zab.Config{MyID: f.myid, Servers: view.Servers, Handler: m.replica, Logger: logger.With("component", "zab")}
+	sec.apply(&zcfg)
+	obs, err := zab.Start(zcfg)
 	if err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("mirror: %w", err)

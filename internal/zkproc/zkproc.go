@@ -85,6 +85,9 @@ type Spec struct {
 	ReconfigEnabled bool
 	// ExtraConfig lines are appended to every zoo.cfg.
 	ExtraConfig []string
+	// MemberConfig, when set, gives lines appended to member id's zoo.cfg
+	// after ExtraConfig (its own keystore, for instance).
+	MemberConfig func(id int64) []string
 	// JVMProps are -D options for every member.
 	JVMProps []string
 	// HeapMB is each JVM's -Xmx (default 256).
@@ -252,6 +255,9 @@ func (e *Ensemble) writeConfig(m *Member) error {
 		}
 	}
 	lines = append(lines, e.spec.ExtraConfig...)
+	if e.spec.MemberConfig != nil {
+		lines = append(lines, e.spec.MemberConfig(m.ID)...)
+	}
 	if err := os.WriteFile(filepath.Join(m.Dir, "zoo.cfg"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		return fmt.Errorf("zkproc: member %d zoo.cfg: %w", m.ID, err)
 	}

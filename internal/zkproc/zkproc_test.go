@@ -114,3 +114,26 @@ func TestPlanMembersGivesClientPortsWhereAsked(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigCarriesExtraLines(t *testing.T) {
+	dir := t.TempDir()
+	e := &Ensemble{spec: Spec{TickTime: 500, InitLimit: 20, SyncLimit: 10,
+		ExtraConfig:  []string{"sslQuorum=true"},
+		MemberConfig: func(id int64) []string { return []string{"ssl.quorum.keyStore.location=zk" + itoa(id) + ".p12"} }}}
+	for _, id := range []int64{1, 2} {
+		e.members = append(e.members, &Member{ID: id, QuorumPort: 1, ElectionPort: 2, ClientPort: 3, Dir: filepath.Join(dir, "zk"+itoa(id))})
+	}
+	for _, m := range e.members {
+		if err := e.writeConfig(m); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := os.ReadFile(filepath.Join(m.Dir, "zoo.cfg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "sslQuorum=true\nssl.quorum.keyStore.location=zk" + itoa(m.ID) + ".p12\n"
+		if !strings.HasSuffix(string(cfg), want) {
+			t.Errorf("member %d's zoo.cfg does not end with %q:\n%s", m.ID, want, cfg)
+		}
+	}
+}
