@@ -9,6 +9,8 @@
 #   make compat-diff       the same scenarios against Apache ZooKeeper 3.8 (Debian jars)
 #                          and zkserverd, normalized transcripts compared
 #   make compat-zookeeper  the scenarios against Apache ZooKeeper only (checks the scenarios)
+#   make compat-mirror     the standalone scenarios against a ZooKeeper 3.8 observer and
+#                          a zkserverd mirror serving clients, transcripts compared
 #   make compat-unit       unit tests of the suite's runner (normalizer, diff, allowlist)
 #   make chaos             the partition/kill/pause test (test/chaos_test.go) with random
 #                          fault schedules: CHAOS_SEEDS seeds (a count or a list, default 10)
@@ -74,7 +76,7 @@ RELEASE_LDFLAGS = -s -w \
 	-X 'github.com/zkserverd/zkserverd/server.BuildDate=$(BUILD_DATE)' \
 	-X 'main.commit=$(COMMIT)'
 
-.PHONY: zookeeper kerberos migrate test lint compat compat-diff compat-zookeeper compat-unit compat-runner compat-zkformat chaos fuzz resources release
+.PHONY: zookeeper kerberos migrate test lint compat compat-diff compat-zookeeper compat-mirror compat-unit compat-runner compat-zkformat chaos fuzz resources release
 
 test:
 	$(GO) test -race -timeout 30m ./...
@@ -116,6 +118,9 @@ compat-diff: compat-runner
 
 compat-zookeeper: compat-runner
 	@$(COMPAT_RUNNER) -mode zookeeper $(ARGS)
+
+compat-mirror: compat-runner
+	@$(COMPAT_RUNNER) -mode mirror $(ARGS)
 
 compat-unit:
 	$(GO) test -race ./test/compat/...

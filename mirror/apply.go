@@ -65,8 +65,8 @@ func (s *State) checkDigest(t *zkimport.Txn) error {
 	if t.Digest == nil || t.Digest.Version != zkDigestVersion {
 		return nil
 	}
-	if t.Digest.Tree != s.dig.value {
-		return fmt.Errorf("tree digest %#x, ZooKeeper's is %#x", uint64(s.dig.value), uint64(t.Digest.Tree))
+	if got := s.dig.value.Load(); t.Digest.Tree != got {
+		return fmt.Errorf("tree digest %#x, ZooKeeper's is %#x", uint64(got), uint64(t.Digest.Tree))
 	}
 	return nil
 }

@@ -71,13 +71,12 @@ func (s *State) finishCatchUp() error {
 	sessions := sessionTable(img)
 	dig := newDigester(tree, s.auth.token)
 	s.mu.Lock()
-	s.tree, s.sessions = tree, sessions
+	s.tree, s.sessions, s.dig = tree, sessions, dig
 	s.mu.Unlock()
-	s.dig = dig
 	s.log.Info("mirror caught up after its snapshot", "txns", caught, "nodes", len(img.Nodes), "sessions", len(img.Sessions))
-	if want != nil && want.Version == zkDigestVersion && want.Tree != dig.value {
+	if want != nil && want.Version == zkDigestVersion && want.Tree != dig.value.Load() {
 		return fmt.Errorf("%w: after the sync phase the tree digest is %#x, ZooKeeper's %#x",
-			ErrDiverged, uint64(dig.value), uint64(want.Tree))
+			ErrDiverged, uint64(dig.value.Load()), uint64(want.Tree))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"strings"
+	"sync/atomic"
 
 	"github.com/zkserverd/zkserverd/datatree"
 	"github.com/zkserverd/zkserverd/jute"
@@ -25,9 +26,10 @@ const systemPrefix = "/zookeeper/"
 
 // digester keeps the ZooKeeper digest of one tree up to date. Client
 // stats show container and TTL owners as 0, so it remembers the stored
-// owner of those nodes itself. It is used by one goroutine.
+// owner of those nodes itself. It is used by one goroutine; value is
+// atomic so that State.Digest may read it from others.
 type digester struct {
-	value  int64
+	value  atomic.Int64
 	owners map[string]int64 // container and TTL nodes' stored ephemeralOwner
 	ids    []jute.ID        // the mirror's read identity
 }
@@ -39,7 +41,7 @@ func newDigester(tree *datatree.Tree, ids []jute.ID) *digester {
 		if n.EphemeralOwner != 0 && !datatree.IsEphemeralOwner(n.EphemeralOwner) {
 			d.owners[n.Path] = n.EphemeralOwner
 		}
-		d.value += nodeDigest(n)
+		d.value.Add(nodeDigest(n))
 		return nil
 	})
 	return d
@@ -118,5 +120,5 @@ func (d *digester) update(tree *datatree.Tree, paths []string, before int64, cre
 			delete(d.owners, p)
 		}
 	}
-	d.value += d.sum(tree, paths) - before
+	d.value.Add(d.sum(tree, paths) - before)
 }

@@ -72,7 +72,8 @@ type State struct {
 	cfg  datatree.Config
 
 	// Owned by the updating goroutine (Snapshot, Txn, UpToDate): dig is
-	// the ZooKeeper digest of the tree; catchup, when not nil, holds the
+	// the ZooKeeper digest of the tree (replaced under mu, so that Digest
+	// may read it from any goroutine); catchup, when not nil, holds the
 	// state since the last Snapshot while the sync phase lasts (see
 	// catchup.go), with caught the number of transactions it applied and
 	// lastDigest the digest the last one carried.
@@ -149,9 +150,14 @@ func (s *State) Synced() bool {
 }
 
 // Digest returns ZooKeeper's digest of the current tree (DigestCalculator
-// version 2), as the transactions' TxnDigest carries it. Only the
-// updating goroutine may call it.
-func (s *State) Digest() int64 { return s.dig.value }
+// version 2), as the transactions' TxnDigest carries it. Any goroutine
+// may call it; while transactions are applied the value moves with them.
+func (s *State) Digest() int64 {
+	s.mu.Lock()
+	d := s.dig
+	s.mu.Unlock()
+	return d.value.Load()
+}
 
 // UpToDate records that the sync phase is over. The transactions applied
 // since the last Snapshot become the tree (catchup.go); if that fails, the
@@ -201,12 +207,12 @@ func (s *State) Snapshot(zxid int64, r *bufio.Reader) error {
 	newest := newestZxid(img)
 	s.mu.Lock()
 	s.tree, s.sessions, s.lastZxid, s.err, s.synced = tree, sessions, zxid, nil, false
-	s.mu.Unlock()
 	s.dig = dig
+	s.mu.Unlock()
 	img.LastZxid = zxid
 	s.catchup, s.caught, s.lastDigest, s.snapZxid = zkimport.NewReplay(img), 0, nil, zxid
 	s.log.Info("mirror loaded a snapshot", "zxid", zxidString(zxid), "nodes", len(img.Nodes),
-		"sessions", len(img.Sessions), "digest", fmt.Sprintf("%#x", dig.value))
+		"sessions", len(img.Sessions), "digest", fmt.Sprintf("%#x", dig.value.Load()))
 	if uint64(newest) > uint64(zxid) {
 		s.log.Info("the snapshot is fuzzy: it holds changes after its zxid", "zxid", zxidString(zxid), "newest", zxidString(newest))
 	}

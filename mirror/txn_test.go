@@ -413,7 +413,7 @@ func everyChange() []step {
 func TestDigestFollowsTheTree(t *testing.T) {
 	st := newSynced(t, new([]Applied))
 	feed(t, st, everyChange()...)
-	want := newDigester(st.Tree(), st.auth.token).value
+	want := newDigester(st.Tree(), st.auth.token).value.Load()
 	if st.Digest() != want {
 		t.Fatalf("kept digest %#x, from scratch %#x", st.Digest(), want)
 	}

@@ -64,7 +64,7 @@ func newMirrorCommand(stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.clientAddr, "client-addr", "", "serve ZooKeeper clients on this host:port as a ZooKeeper observer does (empty: none)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	fl.StringVar(&f.takeoverConfig, "takeover-config", "", "the zkserverd zoo.cfg this mirror runs as a member after a takeover (server.N lines of the mirrors, an empty dataDir); see `zkserverd takeover`")
+	fl.StringVar(&f.takeoverConfig, "takeover-config", "", "the zkserverd zoo.cfg this mirror runs as a member after a takeover (server.N lines of the mirrors, an empty dataDir); see zkserverd takeover --help")
 	cmd.MarkFlagRequired("ensemble")
 	cmd.MarkFlagRequired("myid")
 	return cmd

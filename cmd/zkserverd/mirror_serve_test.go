@@ -117,6 +117,7 @@ func TestMirrorServesClients(t *testing.T) {
 	t.Run("watches", func(t *testing.T) { checkWatches(t, mc, vc) })
 	t.Run("sessions", func(t *testing.T) { checkSessionMoves(t, sm) })
 	t.Run("idle session lives", func(t *testing.T) { checkTouches(t, sm, vc) })
+	t.Run("abandoned session expires", func(t *testing.T) { checkAbandoned(t, sm, mc) })
 	t.Run("freeze", func(t *testing.T) { checkFreeze(t, sm, mc, vc) })
 	t.Run("leader killed", func(t *testing.T) { checkLeaderKilled(t, sm) })
 }
@@ -196,6 +197,12 @@ func checkOperations(t *testing.T, mc, vc *zk.Conn) {
 	checkACL(t, mc, vc)
 	if _, err := mc.Sync("/p"); err != nil {
 		t.Errorf("sync on the mirror: %v", err)
+	}
+	// reconfig goes to the leader, whose reconfigEnabled=false refuses it.
+	_, merr := mc.IncrementalReconfig(nil, []string{"3"}, -1)
+	_, verr := vc.IncrementalReconfig(nil, []string{"3"}, -1)
+	if merr == nil || errText(merr) != errText(verr) {
+		t.Errorf("reconfig: mirror %v, voter %v", merr, verr)
 	}
 }
 
@@ -455,6 +462,44 @@ func checkTouches(t *testing.T, sm *servingMirror, vc *zk.Conn) {
 	vc.Sync("/idle")
 	if _, st, err := vc.Get("/idle"); err != nil || st.EphemeralOwner != c.SessionID() {
 		t.Errorf("the idle session's ephemeral on ZooKeeper: %+v %v", st, err)
+	}
+}
+
+// checkAbandoned: a session whose client vanished from the mirror is
+// expired by ZooKeeper's leader (the mirror stops reporting it), and the
+// mirror's watch on its ephemeral fires.
+func checkAbandoned(t *testing.T, sm *servingMirror, mc *zk.Conn) {
+	nc, err := net.DialTimeout("tcp", sm.addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Write(jute.AppendFrame(nil, &jute.ConnectRequest{TimeOut: 1000, Passwd: make([]byte, 16)})); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(nc)
+	frame, err := jute.ReadFrame(br, 1<<20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp jute.ConnectResponse
+	resp.Decode(jute.NewDecoder(frame))
+	if code := rawCreate(t, nc, br, "/abandoned"); code != jute.OK {
+		t.Fatalf("create: %v", code)
+	}
+	ok, _, gone, err := mc.ExistsW("/abandoned")
+	if err != nil || !ok {
+		t.Fatalf("exists /abandoned on the mirror: %v %v", ok, err)
+	}
+	nc.Close() // no closeSession: the session is left to expire
+	select {
+	case ev := <-gone:
+		if ev.Type != zk.EventNodeDeleted {
+			t.Errorf("watch on the abandoned ephemeral: %+v", ev)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("session %#x (timeout %d ms) not expired by ZooKeeper within 15 s", resp.SessionID, resp.TimeOut)
 	}
 }
 

@@ -55,6 +55,10 @@ var (
 	errPhase = errors.New("takeover: not possible in this phase")
 	// errZooKeeperReachable: a ZooKeeper voter still accepts connections.
 	errZooKeeperReachable = errors.New("takeover: a ZooKeeper voter still accepts connections on its quorum or election port; stop the voters first")
+	// errNotSeedable: the mirror's last sync with ZooKeeper's leader did
+	// not finish. Between a SNAP and UPTODATE its tree is a fuzzy
+	// snapshot being caught up, not a state ZooKeeper ever had.
+	errNotSeedable = errors.New("takeover: the mirror's last sync with ZooKeeper's leader did not finish; its state cannot seed the ensemble")
 	// errNoTakeoverConfig: the mirror was started without --takeover-config.
 	errNoTakeoverConfig = errors.New("takeover: this mirror has no --takeover-config")
 )
@@ -116,15 +120,13 @@ type takeover struct {
 	opts takeoverOptions
 	log  *slog.Logger
 
-	mu        sync.Mutex
-	phase     string
-	busy      bool
-	err       error          // why the takeover failed (phase failed)
-	member    *server.Server // the zkserverd member, once started
-	frozenAt  time.Time
-	servingAt time.Time
-	seeded    bool
-	lastZxid  int64 // the mirror's last zxid at the switch
+	mu       sync.Mutex
+	phase    string
+	busy     bool
+	err      error          // why the takeover failed (phase failed)
+	member   *server.Server // the zkserverd member, once started
+	seeded   bool
+	lastZxid int64 // the mirror's last zxid at the switch
 }
 
 func newTakeover(opts takeoverOptions) *takeover {
@@ -196,11 +198,6 @@ func (t *takeover) Freeze(ctx context.Context) (int64, int64, error) {
 		t.end(phaseMirroring)
 		return 0, 0, err
 	}
-	t.mu.Lock()
-	if t.frozenAt.IsZero() {
-		t.frozenAt = time.Now()
-	}
-	t.mu.Unlock()
 	t.end(phaseFrozen)
 	digest := t.opts.st.Digest()
 	t.log.Info("frozen: client writes held, synced with the ZooKeeper leader", "last_zxid", zxidHex(zxid))
@@ -213,9 +210,6 @@ func (t *takeover) Unfreeze() error {
 		return err
 	}
 	t.opts.freezer.Unfreeze()
-	t.mu.Lock()
-	t.frozenAt = time.Time{}
-	t.mu.Unlock()
 	t.end(phaseMirroring)
 	t.log.Info("unfrozen: mirroring")
 	return nil
@@ -296,6 +290,10 @@ func (t *takeover) Switch(ctx context.Context, seed bool) error {
 		t.end("")
 		return errZooKeeperReachable
 	}
+	if seed && !t.opts.st.Synced() {
+		t.end("")
+		return errNotSeedable
+	}
 	t.end(phaseSwitching) // the point of no return
 	if err := t.doSwitch(ctx, seed); err != nil {
 		t.fail(err)
@@ -348,7 +346,7 @@ func (t *takeover) awaitServing(member *server.Server) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.phase == phaseSwitching {
-		t.phase, t.servingAt = phaseServing, time.Now()
+		t.phase = phaseServing
 		t.log.Info("serving as a zkserverd member", "mode", member.Mode())
 	}
 }

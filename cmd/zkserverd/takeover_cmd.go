@@ -138,6 +138,9 @@ func runTakeover(ctx context.Context, out io.Writer, f takeoverFlags) error {
 		return r.rollBack(err)
 	}
 	seeder := chooseSeeder(statuses)
+	if err := checkSeeder(statuses, seeder); err != nil {
+		return r.rollBack(err)
+	}
 	switchedAt := time.Now()
 	if err := r.switchAll(ctx, statuses, seeder); err != nil {
 		return err
@@ -168,6 +171,9 @@ func (r *takeoverRun) check(ctx context.Context) error {
 		}
 		if !s.Synced || s.Error != "" {
 			return fmt.Errorf("takeover: mirror %d (%s) is not synced with ZooKeeper's leader %s", s.MyID, m.base, s.Error)
+		}
+		if !s.TakeoverConfig {
+			return fmt.Errorf("takeover: mirror %d (%s) runs without --takeover-config", s.MyID, m.base)
 		}
 	}
 	return nil
@@ -233,20 +239,39 @@ func (r *takeoverRun) statuses(ctx context.Context) (all []mirrorStatus, reachab
 	return all, reachable, nil
 }
 
-// chooseSeeder returns the index of the mirror to seed the ensemble: the
-// highest last zxid, the lowest myid among equals.
+// chooseSeeder returns the index of the mirror to seed the ensemble among
+// the seedable ones: the highest last zxid, the lowest myid among equals;
+// -1 if none is seedable.
 func chooseSeeder(statuses []mirrorStatus) int {
 	best, bestZxid := -1, uint64(0)
 	for i, s := range statuses {
 		z, err := parseZxid(s.LastZxid)
-		if err != nil {
+		if err != nil || !s.Seedable {
 			continue
 		}
 		if best < 0 || uint64(z) > bestZxid || (uint64(z) == bestZxid && s.MyID < statuses[best].MyID) {
 			best, bestZxid = i, uint64(z)
 		}
 	}
-	return max(best, 0)
+	return best
+}
+
+// checkSeeder refuses a takeover that would lose transactions: when no
+// mirror is seedable, or when a mirror whose last sync was cut short has
+// applied a zxid beyond the seeder's (it may hold writes ZooKeeper
+// acknowledged that no whole state holds).
+func checkSeeder(statuses []mirrorStatus, seeder int) error {
+	if seeder < 0 {
+		return errors.New("takeover: no mirror holds a whole state to seed from (each one's last sync with ZooKeeper's leader was cut short); start the voters again")
+	}
+	best, _ := parseZxid(statuses[seeder].LastZxid)
+	for _, s := range statuses {
+		if z, err := parseZxid(s.LastZxid); err == nil && !s.Seedable && uint64(z) > uint64(best) {
+			return fmt.Errorf("takeover: mirror %d reached zxid %s in a sync with ZooKeeper's leader that was cut short, beyond the best whole state (%s at mirror %d); start the voters again",
+				s.MyID, s.LastZxid, statuses[seeder].LastZxid, statuses[seeder].MyID)
+		}
+	}
+	return nil
 }
 
 // switchAll switches the seeder, then the others. A failure of the

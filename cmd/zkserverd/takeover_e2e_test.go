@@ -48,6 +48,7 @@ type mirrorProc struct {
 	status    string // status address
 	client    string // the takeover member's client address
 	cfg       string // --takeover-config
+	serve     bool   // --client-addr client: the mirror serves clients there before the switch
 	cmd       *exec.Cmd
 	log       string
 	exited    chan struct{}
@@ -57,8 +58,19 @@ type mirrorProc struct {
 // startMirrorProc runs `zkserverd mirror` for observer id.
 func startMirrorProc(t *testing.T, m *mirrorProc, ensembleCfg string) {
 	t.Helper()
-	m.cmd = exec.Command(os.Args[0], "mirror", "--ensemble", ensembleCfg, "--myid", strconv.FormatInt(m.id, 10),
-		"--status-addr", m.status, "--takeover-config", m.cfg)
+	args := []string{"mirror", "--ensemble", ensembleCfg, "--myid", strconv.FormatInt(m.id, 10),
+		"--status-addr", m.status, "--takeover-config", m.cfg}
+	if m.serve {
+		args = append(args, "--client-addr", m.client)
+	}
+	startZkserverdProc(t, m, args...)
+}
+
+// startZkserverdProc runs `zkserverd args...` as m's process; cleanup
+// stops it with SIGTERM and expects a clean exit.
+func startZkserverdProc(t *testing.T, m *mirrorProc, args ...string) {
+	t.Helper()
+	m.cmd = exec.Command(os.Args[0], args...)
 	m.cmd.Env = append(os.Environ(), runAsZkserverdEnv+"=1")
 	logf, err := os.Create(m.log)
 	if err != nil {
@@ -84,7 +96,11 @@ func startMirrorProc(t *testing.T, m *mirrorProc, ensembleCfg string) {
 		}
 		if t.Failed() {
 			b, _ := os.ReadFile(m.log)
-			t.Logf("mirror %d log:\n%s", m.id, lastLines(string(b), 60))
+			log := string(b)
+			if i := strings.Index(log, "WARNING: DATA RACE"); i >= 0 {
+				log = log[i:] // the race detector's report, in full
+			}
+			t.Logf("mirror %d log:\n%s", m.id, lastLines(log, 150))
 		}
 	})
 }
@@ -120,14 +136,18 @@ func (r *stateRecorder) seen() []zk.State {
 // TestTakeoverFromZooKeeper runs Debian's ZooKeeper as 3 voters and
 // three `zkserverd mirror` processes as its observers 4, 5 and 6, each
 // with a takeover configuration (member 4 on ZooKeeper voter 1's old
-// client port). Clients of ZooKeeper create ephemeral and persistent
-// nodes. A takeover while the voters run is refused and leaves the
+// client port; members 5 and 6 on the client addresses where mirrors 5
+// and 6 serve clients before the switch). Clients of ZooKeeper and of
+// the mirrors create ephemeral and persistent nodes. A takeover while the voters run is refused and leaves the
 // mirrors mirroring; then `zkserverd takeover` runs while the voters are
 // stopped, and the mirrors become a zkserverd ensemble: a client whose
-// connect string names ZooKeeper voter 1 resumes its session (no
-// Expired) with its ephemeral, a session opened on ZooKeeper resumes on
+// connect string names ZooKeeper voter 1, and one whose connect string
+// names the mirrors, resume their sessions (no Expired) with their
+// ephemerals, a session opened on ZooKeeper resumes on
 // another member with ZooKeeper's password, a session whose client never
 // comes back expires, the data is there and new zxids follow ZooKeeper's.
+// Afterwards a member leaves its mirror process for a plain `zkserverd
+// --config` on the same data directory.
 func TestTakeoverFromZooKeeper(t *testing.T) {
 	zkproc.Require(t)
 	picker := ports.ForCmd()
@@ -143,7 +163,7 @@ func TestTakeoverFromZooKeeper(t *testing.T) {
 
 	// The takeover configuration: members 4, 5 and 6 on zkserverd ports
 	// of their own; member 4 serves clients on ZooKeeper 1's client port.
-	mirrors := []*mirrorProc{{id: 4}, {id: 5}, {id: 6}}
+	mirrors := []*mirrorProc{{id: 4}, {id: 5, serve: true}, {id: 6, serve: true}}
 	var lines strings.Builder
 	for _, m := range mirrors {
 		fmt.Fprintf(&lines, "server.%d=127.0.0.1:%d:%d\n", m.id, picker.Free(t), picker.Free(t))
@@ -193,6 +213,29 @@ func TestTakeoverFromZooKeeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := c3.Create("/eph3", []byte("c3"), zk.FlagEphemeral, acl); err != nil {
+		t.Fatal(err)
+	}
+	// c2 is a client of the serving mirrors 5 and 6 (their client
+	// addresses are the members' after the switch).
+	testutil.Eventually(t, 60*time.Second, "every mirror is synced", func() bool {
+		for _, m := range mirrors {
+			if !getMirrorStatus(t, m.status).Synced {
+				return false
+			}
+		}
+		return true
+	})
+	var rec2 stateRecorder
+	c2, ev2, err := zk.Connect([]string{mirrors[1].client, mirrors[2].client}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	go rec2.watch(ev2)
+	if _, err := c2.Create("/eph2", []byte("c2"), zk.FlagEphemeral, acl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Create("/through-mirror", []byte("m"), 0, acl); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10 {
@@ -290,6 +333,21 @@ func TestTakeoverFromZooKeeper(t *testing.T) {
 	if slices.Contains(rec1.seen(), zk.StateExpired) || c1.SessionID() != sid {
 		t.Fatalf("c1's states %v, session %#x (was %#x): want Disconnected then HasSession, never Expired", rec1.seen(), c1.SessionID(), sid)
 	}
+	// c2 resumes on member 5 or 6, at the mirrors' client addresses.
+	sid2 := c2.SessionID()
+	testutil.Eventually(t, 30*time.Second, "c2 has its session again", func() bool {
+		s := rec2.seen()
+		return len(s) > 0 && s[len(s)-1] == zk.StateHasSession && slices.Contains(s, zk.StateDisconnected)
+	})
+	if slices.Contains(rec2.seen(), zk.StateExpired) || c2.SessionID() != sid2 {
+		t.Fatalf("c2's states %v, session %#x (was %#x): want Disconnected then HasSession, never Expired", rec2.seen(), c2.SessionID(), sid2)
+	}
+	if data, st, err := c2.Get("/eph2"); err != nil || string(data) != "c2" || st.EphemeralOwner != sid2 {
+		t.Fatalf("c2's ephemeral after the takeover: %q %+v %v", data, st, err)
+	}
+	if data, _, err := c2.Get("/through-mirror"); err != nil || string(data) != "m" {
+		t.Fatalf("/through-mirror after the takeover: %q %v", data, err)
+	}
 	data, st, err := c1.Get("/eph1")
 	if err != nil || string(data) != "c1" || st.EphemeralOwner != sid {
 		t.Fatalf("c1's ephemeral after the takeover: %q %+v %v", data, st, err)
@@ -332,6 +390,33 @@ func TestTakeoverFromZooKeeper(t *testing.T) {
 		if s := getMirrorStatus(t, m.status); resp.StatusCode != http.StatusOK || s.Phase != phaseServing || s.Mode == "" {
 			t.Errorf("member %d: /ready %d, status %+v", m.id, resp.StatusCode, s)
 		}
+	}
+
+	// Afterwards: member 6 leaves its mirror process for an ordinary
+	// `zkserverd --config` on the same data directory, and serves the data.
+	m6 := mirrors[2]
+	m6.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m6.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("mirror 6 did not stop within 20 s of SIGTERM")
+	}
+	if m6.exitError != nil {
+		t.Fatalf("mirror 6 exited with %v", m6.exitError)
+	}
+	server6 := &mirrorProc{id: 6, client: m6.client, log: m6.log + ".server"}
+	startZkserverdProc(t, server6, "--config", m6.cfg)
+	testutil.Eventually(t, 30*time.Second, "member 6 serves as a plain server", func() bool {
+		mode := testutil.FourLetterLine(m6.client, "srvr", "Mode: ")
+		return mode == "follower" || mode == "leader"
+	})
+	c6, _, err := zk.Connect([]string{m6.client}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c6.Close()
+	if data, _, err := c6.Get("/data9"); err != nil || string(data) != "9" {
+		t.Errorf("/data9 on the restarted member 6: %q %v", data, err)
 	}
 }
 

@@ -18,7 +18,8 @@ import (
 //	                               with the mirrored state, false joins empty)
 //
 // and the fields takeoverStatus adds to GET /mirror. A step refused in the
-// current phase answers 409, a reachable ZooKeeper voter 409, a mirror
+// current phase, a switch while a ZooKeeper voter is reachable, and a
+// seed from a mirror whose last sync did not finish answer 409, a mirror
 // without --takeover-config 412, any other failure 500; the body is then
 // {"error": "...", "phase": "..."}.
 
@@ -26,6 +27,11 @@ import (
 type takeoverStatus struct {
 	Phase              string `json:"phase"`
 	ZooKeeperReachable bool   `json:"zookeeper_reachable"`
+	// TakeoverConfig: the mirror has a --takeover-config (it can switch).
+	TakeoverConfig bool `json:"takeover_config"`
+	// Seedable: the mirrored state is whole (no sync with ZooKeeper's
+	// leader left half done, not diverged), so it may seed the ensemble.
+	Seedable bool `json:"seedable"`
 	// After the switch: whether this member was seeded, its mode
 	// (standalone, leader, follower...) once serving, and the failure.
 	Seeded        bool   `json:"seeded,omitempty"`
@@ -33,14 +39,11 @@ type takeoverStatus struct {
 	TakeoverError string `json:"takeover_error,omitempty"`
 }
 
-// reachableProbeTimeout bounds the reachability probes of one GET /mirror.
-const reachableProbeTimeout = time.Second
-
-// status returns the takeover fields. The ZooKeeper voters are probed
-// while the mirror still follows them.
+// status returns the takeover fields; it probes the ZooKeeper voters, in
+// every phase (after the switch, a voter that comes back shows).
 func (t *takeover) status(ctx context.Context) takeoverStatus {
 	t.mu.Lock()
-	s := takeoverStatus{Phase: t.phase, Seeded: t.seeded}
+	s := takeoverStatus{Phase: t.phase, Seeded: t.seeded, TakeoverConfig: t.opts.configPath != "", Seedable: t.opts.st.Synced()}
 	if t.err != nil {
 		s.TakeoverError = t.err.Error()
 	}
@@ -103,7 +106,7 @@ func (t *takeover) routes(mux *http.ServeMux) {
 func (t *takeover) writeError(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, errPhase), errors.Is(err, errZooKeeperReachable):
+	case errors.Is(err, errPhase), errors.Is(err, errZooKeeperReachable), errors.Is(err, errNotSeedable):
 		code = http.StatusConflict
 	case errors.Is(err, errNoTakeoverConfig):
 		code = http.StatusPreconditionFailed

@@ -30,21 +30,35 @@ import (
 )
 
 func TestChooseSeeder(t *testing.T) {
-	st := func(myid int64, zxid string) mirrorStatus { return mirrorStatus{MyID: myid, LastZxid: zxid} }
+	st := func(myid int64, zxid string) mirrorStatus {
+		return mirrorStatus{MyID: myid, LastZxid: zxid, takeoverStatus: takeoverStatus{Seedable: true}}
+	}
+	unseedable := func(myid int64, zxid string) mirrorStatus { return mirrorStatus{MyID: myid, LastZxid: zxid} }
 	tests := []struct {
 		name     string
 		statuses []mirrorStatus
-		want     int64 // the seeder's myid
+		want     int64 // the seeder's myid, 0: none
+		safe     bool  // checkSeeder lets the takeover go on
 	}{
-		{"highest zxid", []mirrorStatus{st(4, "0x100000005"), st(5, "0x100000007"), st(6, "0x100000006")}, 5},
-		{"a later epoch wins", []mirrorStatus{st(4, "0x1000000ff"), st(5, "0x200000001")}, 5},
-		{"equal: lowest myid", []mirrorStatus{st(6, "0x100000007"), st(5, "0x100000007"), st(4, "0x100000006")}, 5},
-		{"one mirror", []mirrorStatus{st(9, "0x0")}, 9},
+		{"highest zxid", []mirrorStatus{st(4, "0x100000005"), st(5, "0x100000007"), st(6, "0x100000006")}, 5, true},
+		{"a later epoch wins", []mirrorStatus{st(4, "0x1000000ff"), st(5, "0x200000001")}, 5, true},
+		{"equal: lowest myid", []mirrorStatus{st(6, "0x100000007"), st(5, "0x100000007"), st(4, "0x100000006")}, 5, true},
+		{"one mirror", []mirrorStatus{st(9, "0x0")}, 9, true},
+		{"a half-synced mirror behind is skipped", []mirrorStatus{unseedable(4, "0x100000005"), st(5, "0x100000007")}, 5, true},
+		{"a half-synced mirror ahead stops the takeover", []mirrorStatus{unseedable(4, "0x100000009"), st(5, "0x100000007")}, 5, false},
+		{"none seedable", []mirrorStatus{unseedable(4, "0x100000009")}, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.statuses[chooseSeeder(tt.statuses)].MyID; got != tt.want {
+			i, got := chooseSeeder(tt.statuses), int64(0)
+			if i >= 0 {
+				got = tt.statuses[i].MyID
+			}
+			if got != tt.want {
 				t.Errorf("seeder %d, want %d", got, tt.want)
+			}
+			if err := checkSeeder(tt.statuses, i); (err == nil) != tt.safe {
+				t.Errorf("checkSeeder: %v, want safe=%v", err, tt.safe)
 			}
 		})
 	}
@@ -366,11 +380,18 @@ func TestTakeoverSteps(t *testing.T) {
 	if tk.ZooKeeperReachable(context.Background()) {
 		t.Error("ZooKeeper reachable with no voter listening")
 	}
+	// The voters are gone, but this mirror never finished a sync: it
+	// cannot seed, and stays frozen (before the point of no return).
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/takeover/switch?seed=true", nil))
+	if rec.Code != http.StatusConflict || tk.Phase() != phaseFrozen || !strings.Contains(rec.Body.String(), "did not finish") {
+		t.Errorf("seeding from an unfinished sync: %d %s in phase %s, want 409 and frozen", rec.Code, rec.Body.String(), tk.Phase())
+	}
 
 	// A failed freeze leaves the mirror mirroring and releases the writes.
 	fz.err = errors.New("no leader")
 	tk, mux = newMux("/nonexistent/takeover.cfg")
-	rec := httptest.NewRecorder()
+	rec = httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/takeover/freeze", nil))
 	if rec.Code != http.StatusInternalServerError || tk.Phase() != phaseMirroring || fz.unfrozen != 2 {
 		t.Errorf("failed freeze: %d %s, phase %s, %d unfreezes", rec.Code, rec.Body.String(), tk.Phase(), fz.unfrozen)

@@ -9,6 +9,7 @@
 //	go run ./test/compat/runner               # zkserverd only (make compat)
 //	go run ./test/compat/runner -mode diff    # differential (make compat-diff)
 //	go run ./test/compat/runner -mode zookeeper -run 'kazoo/.*'
+//	go run ./test/compat/runner -mode mirror  # a ZooKeeper observer vs zkserverd mirror (mirror.go)
 //
 // In diff mode each scenario runs against Apache ZooKeeper 3.8 (Debian's
 // jars) and against zkserverd; both transcripts are normalized (zxids,
@@ -77,7 +78,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	var o options
 	var run string
-	fs.StringVar(&o.mode, "mode", modeCompat, "compat (zkserverd), diff (ZooKeeper vs zkserverd) or zookeeper (ZooKeeper only)")
+	fs.StringVar(&o.mode, "mode", modeCompat, "compat (zkserverd), diff (ZooKeeper vs zkserverd), zookeeper (ZooKeeper only) or mirror (a ZooKeeper observer vs zkserverd mirror)")
 	fs.StringVar(&run, "run", "", "only scenarios whose name matches this regexp")
 	fs.BoolVar(&o.verbose, "v", false, "print every transcript")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (transcripts, server logs)")
@@ -86,9 +87,9 @@ func parseFlags(args []string) (options, error) {
 		return o, err
 	}
 	switch o.mode {
-	case modeCompat, modeDiff, modeZooKeeper:
+	case modeCompat, modeDiff, modeZooKeeper, modeMirror:
 	default:
-		return o, fmt.Errorf("-mode %q: want compat, diff or zookeeper", o.mode)
+		return o, fmt.Errorf("-mode %q: want compat, diff, zookeeper or mirror", o.mode)
 	}
 	re, err := regexp.Compile(run)
 	if err != nil {
@@ -124,7 +125,7 @@ func (r *runner) main(ctx context.Context) (int, error) {
 	if r.root, err = findRoot(); err != nil {
 		return 0, err
 	}
-	if r.opts.mode == modeDiff {
+	if r.opts.mode == modeDiff || r.opts.mode == modeMirror {
 		if err := r.loadAllowlist(); err != nil {
 			return 0, err
 		}
@@ -160,6 +161,14 @@ func (r *runner) main(ctx context.Context) (int, error) {
 		r.logf("key material made in %v: %s", time.Since(start).Round(time.Millisecond), r.keys)
 	}
 	servers := map[string]*server{}
+	if r.opts.mode == modeMirror {
+		stop, err := r.startMirrorPair(ctx, servers) // mirror.go
+		if err != nil {
+			return 0, err
+		}
+		defer stop()
+		return r.runAll(ctx, all, servers), nil
+	}
 	defer func() {
 		for _, s := range servers {
 			s.proc.stop()
@@ -183,13 +192,18 @@ func modeKinds(mode string) []string {
 		return []string{kindZooKeeper}
 	case modeDiff:
 		return []string{kindZooKeeper, kindZkserverd}
+	case modeMirror:
+		return []string{kindObserver, kindMirror}
 	default:
 		return []string{kindZkserverd}
 	}
 }
 
-// selected reports whether sc runs in this run: its name matches -run.
-func (r *runner) selected(sc scenario) bool { return r.opts.run.MatchString(sc.name) }
+// selected reports whether sc runs in this run: its name matches -run
+// (and in mirror mode it is a plain standalone scenario).
+func (r *runner) selected(sc scenario) bool {
+	return r.opts.run.MatchString(sc.name) && (r.opts.mode != modeMirror || mirrorModeRuns(sc))
+}
 
 // needStandalone reports whether a selected scenario runs against the
 // standalone servers of flavour f (ensemble scenarios start their own).
@@ -338,7 +352,7 @@ func (r *runner) runOne(ctx context.Context, sc scenario, servers map[string]*se
 		}
 		ok = false
 		details = append(details, fmt.Sprintf("    %s%v (%v)", label, o.err, o.elapsed.Round(time.Millisecond)))
-		if kind == kindZooKeeper && r.opts.mode == modeDiff {
+		if (kind == kindZooKeeper && r.opts.mode == modeDiff) || kind == kindObserver {
 			details = append(details, "    (fails against Apache ZooKeeper too: the scenario itself is wrong)")
 		}
 		fails := o.failures()
@@ -407,7 +421,11 @@ func (r *runner) compare(sc scenario, a, b outcome) (bool, []string) {
 			continue
 		}
 		if same {
-			details = append(details, fmt.Sprintf("      %-60s | %s", "Apache ZooKeeper 3.8 (normalized)", "zkserverd (normalized)"))
+			left, right := "Apache ZooKeeper 3.8", "zkserverd"
+			if r.opts.mode == modeMirror {
+				left, right = "ZooKeeper 3.8 observer", "zkserverd mirror"
+			}
+			details = append(details, fmt.Sprintf("      %-60s | %s", left+" (normalized)", right+" (normalized)"))
 		}
 		same = false
 		details = append(details, fmt.Sprintf("    @ line %d", h.at))
