@@ -409,6 +409,9 @@ func (w *world) stopClients(cs []*client) map[string][]Event {
 		if len(other) > 0 {
 			w.t.Logf("%s printed %d other lines, the last: %s", c.name, len(other), strings.Join(tail(other, 3), "\n"))
 		}
+		if errs := errorLines(other, 5); len(errs) > 0 {
+			w.t.Logf("%s's first error lines: %s", c.name, strings.Join(errs, "\n"))
+		}
 		logs[c.name] = evs
 	}
 	return logs
@@ -603,6 +606,18 @@ func tailFile(path string, n int) string {
 		return err.Error()
 	}
 	return strings.Join(tail(strings.Split(strings.TrimRight(string(b), "\n"), "\n"), n), "\n")
+}
+
+// errorLines returns the first n lines naming an error (a Python
+// exception, a RuntimeError, the Java client's ERROR lines).
+func errorLines(lines []string, n int) []string {
+	var out []string
+	for _, l := range lines {
+		if len(out) < n && (strings.Contains(l, "Error:") || strings.Contains(l, " ERROR ") || strings.Contains(l, "Unhandled")) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func tail(lines []string, n int) []string {
