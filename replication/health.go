@@ -207,11 +207,15 @@ func (l *leaderLink) brokenTo(id raft.ServerID) bool {
 }
 
 // QuorumHealth reports why this member is not part of a working quorum,
-// nil when it is: a standalone server always is; a leader is while raft
-// keeps it leader (it steps down when no quorum answered within its lease,
-// LeaderLeaseTimeout); any other member is while it knows a leader, has
-// heard from it within maxSilence (raft's LastContact) and its forwarding
-// connection to that leader has not broken since it last connected.
+// nil when it is: a standalone server always is. An ensemble member is not
+// while raft's voters cover fewer than a majority of the participants its
+// configuration lists (votergate.go: a member seeded with data leads alone
+// until it promoted enough of them, and a commit is on one disk until
+// then). Otherwise a leader is while raft keeps it leader (it steps down
+// when no quorum answered within its lease, LeaderLeaseTimeout); any other
+// member is while it knows a leader, has heard from it within maxSilence
+// (raft's LastContact) and its forwarding connection to that leader has
+// not broken since it last connected.
 //
 // An election is not a lost quorum until it has lasted maxSilence: a member
 // whose leader stepped down (or that stepped down itself) less than
@@ -225,7 +229,13 @@ func (l *leaderLink) brokenTo(id raft.ServerID) bool {
 // served from this member's state, as a ZooKeeper follower serves them
 // until it notices.
 func (n *Node) QuorumHealth(maxSilence time.Duration) error {
-	if !n.clustered() || n.raft.State() == raft.Leader {
+	if !n.clustered() {
+		return nil
+	}
+	if err := n.awaitingVoters(); err != nil {
+		return err
+	}
+	if n.raft.State() == raft.Leader {
 		return nil
 	}
 	_, id := n.raft.LeaderWithID()

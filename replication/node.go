@@ -63,6 +63,7 @@ type Node struct {
 	ident   identity    // this member's ensemble id (identity.go)
 	foreign foreignLog  // rate limit of the refused-peer ERROR (identity.go)
 	handoff handoffGate // holds new entries back during a hand-off (transfer.go)
+	gate    voterGate   // whether the voters covered the listed participants (votergate.go)
 
 	// fwdMu guards the forwarding listener and the member connections it
 	// accepted, closed together by Close.

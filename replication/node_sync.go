@@ -17,26 +17,12 @@ import (
 // WaitReady waits until this member can serve: a standalone server until it
 // leads and has applied its whole log; an ensemble member until a leader is
 // known and it has applied everything the leader had, so reads see all
-// acknowledged writes (and, when it started empty, it knows its ensemble).
+// acknowledged writes (and, when it started empty, it knows its ensemble),
+// and raft's voters cover a majority of the listed participants
+// (votergate.go).
 func (n *Node) WaitReady(ctx context.Context) error {
 	if n.clustered() {
-		for {
-			// A member that started empty serves only once it has the
-			// ensemble's state, which names the ensemble.
-			joined := !n.startedEmpty || !n.ident.get().IsZero()
-			if _, id := n.raft.LeaderWithID(); id != "" && joined {
-				if err := n.Sync(ctx); err == nil {
-					return nil
-				} else if ctx.Err() != nil {
-					return err
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("replication: no leader: %w", ctx.Err())
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
+		return n.waitReadyMember(ctx)
 	}
 	for n.raft.State() != raft.Leader {
 		select {
@@ -49,6 +35,36 @@ func (n *Node) WaitReady(ctx context.Context) error {
 		return fmt.Errorf("replication: barrier: %w", err)
 	}
 	return nil
+}
+
+// errNoLeaderYet is what WaitReady names when it gives up before a leader
+// is known.
+var errNoLeaderYet = errors.New("replication: no leader")
+
+// waitReadyMember is WaitReady for an ensemble member.
+func (n *Node) waitReadyMember(ctx context.Context) error {
+	for {
+		// A member that started empty serves only once it has the
+		// ensemble's state, which names the ensemble. The voter gate is
+		// looked at first: once open it stays open, and the sync then
+		// covers whatever committed while it was closed.
+		why := errNoLeaderYet
+		joined := !n.startedEmpty || !n.ident.get().IsZero()
+		if _, id := n.raft.LeaderWithID(); id != "" && joined {
+			if why = n.awaitingVoters(); why == nil {
+				err := n.Sync(ctx)
+				if err == nil || ctx.Err() != nil {
+					return err
+				}
+				why = err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", why, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Sync waits until this member has applied every entry the leader had in

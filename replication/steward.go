@@ -2,6 +2,7 @@ package replication
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/txnlog"
 )
 
@@ -28,8 +28,15 @@ const defaultDigestInterval = 2 * time.Second
 const stewardTick = 250 * time.Millisecond
 
 // reconcileEvery is how often a leader compares the membership with the
-// configuration.
-const reconcileEvery = time.Second
+// configuration; catchUpEvery how often while a member it added catches
+// up, and growEvery while the voter gate is closed (votergate.go: nobody
+// is served until enough listed members vote, so promoting them is what
+// the clients wait for).
+const (
+	reconcileEvery = time.Second
+	catchUpEvery   = stewardTick
+	growEvery      = 50 * time.Millisecond
+)
 
 // stewardState is owned by the steward goroutine.
 type stewardState struct {
@@ -37,6 +44,9 @@ type stewardState struct {
 	checkpointZxid int64
 	checkpointed   bool
 	lastReconcile  time.Time
+	// saidShort is set once the leader said it serves no client until
+	// more listed members vote (cleared when it stops leading).
+	saidShort bool
 	// catchUpTo is, per member added as a non-voter, the last entry the
 	// leader had applied when it was added: once the member applied that
 	// far it is promoted to voter.
@@ -55,8 +65,8 @@ func (n *Node) digestInterval() time.Duration {
 func (n *Node) steward() {
 	defer n.wg.Done()
 	st := &stewardState{catchUpTo: make(map[int64]uint64)}
-	tick := time.NewTicker(stewardTick)
-	defer tick.Stop()
+	timer := time.NewTimer(stewardTick)
+	defer timer.Stop()
 	for {
 		select {
 		case <-n.stop:
@@ -66,19 +76,49 @@ func (n *Node) steward() {
 				n.apply(&txnlog.Control{Kind: txnlog.EntryDigest, Index: r.Index, Zxid: r.Zxid, Digest: r.Digest})
 			}
 			continue
-		case <-tick.C:
+		case <-timer.C:
 		}
-		if !n.IsLeader() {
-			st.checkpointed, st.lastCheckpoint = false, time.Now()
-			continue
-		}
-		n.ensureIdentity()
-		n.maybeCheckpoint(st)
-		if n.clustered() && time.Since(st.lastReconcile) >= reconcileEvery {
-			st.lastReconcile = time.Now()
-			n.reconcile(st)
-		}
+		timer.Reset(n.stewardDuties(st))
 	}
+}
+
+// stewardDuties does what is due on this tick and returns when to look
+// again: every stewardTick, sooner while the membership grows.
+func (n *Node) stewardDuties(st *stewardState) time.Duration {
+	if !n.IsLeader() {
+		st.checkpointed, st.lastCheckpoint, st.saidShort = false, time.Now(), false
+		return stewardTick
+	}
+	n.ensureIdentity()
+	n.maybeCheckpoint(st)
+	if !n.clustered() {
+		return stewardTick
+	}
+	if err := n.awaitingVoters(); err != nil && !st.saidShort {
+		st.saidShort = true
+		n.log.Info("leading, but serving no client until a majority of the listed participants are voters: the leader adds and promotes them as they answer",
+			"reason", err)
+	}
+	every := n.reconcileInterval(st)
+	if time.Since(st.lastReconcile) >= every {
+		st.lastReconcile = time.Now()
+		n.reconcile(st)
+		every = n.reconcileInterval(st)
+	}
+	return min(stewardTick, every)
+}
+
+// reconcileInterval is how often the leader reconciles now: growEvery
+// while the voter gate is closed, catchUpEvery while an added member
+// catches up, reconcileEvery otherwise.
+func (n *Node) reconcileInterval(st *stewardState) time.Duration {
+	switch {
+	case n.votersShort():
+		return growEvery
+	case len(st.catchUpTo) > 0:
+		return catchUpEvery
+	}
+	return reconcileEvery
 }
 
 // apply appends a control entry and waits for it (bounded).
@@ -140,12 +180,17 @@ func (n *Node) reconcile(st *stewardState) {
 	servers := f.Configuration().Servers
 	n.fixOwnAddress(servers)
 	replicated := n.replicatedMembers()
+	listed := make(map[int64]bool, len(n.cfg.Peers))
 	for _, p := range n.cfg.Peers {
 		if p.ID == n.cfg.ServerID || (replicated != nil && !replicated[p.ID]) {
 			continue
 		}
+		listed[p.ID] = true
 		n.reconcileMember(st, p, servers)
 	}
+	// A member a reconfig removed while it caught up is no longer waited
+	// for (catchUpTo also sets how often reconcile runs).
+	maps.DeleteFunc(st.catchUpTo, func(id int64, _ uint64) bool { return !listed[id] })
 }
 
 // reconcileMember brings one listed member into the membership.
@@ -218,18 +263,13 @@ func findServer(servers []raft.Server, id int64) (raft.Server, bool) {
 // replicatedMembers returns the member ids /zookeeper/config lists, nil
 // while it is empty.
 func (n *Node) replicatedMembers() map[int64]bool {
-	data, _, code := n.Tree().GetData(configPath, nil, nil)
-	if code != jute.OK || len(data) == 0 {
+	roles := n.replicatedRoles()
+	if roles == nil {
 		return nil
 	}
-	ids := make(map[int64]bool)
-	for _, line := range strings.Split(string(data), "\n") {
-		key, _, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if num, isServer := strings.CutPrefix(key, "server."); ok && isServer {
-			if id, err := strconv.ParseInt(num, 10, 64); err == nil {
-				ids[id] = true
-			}
-		}
+	ids := make(map[int64]bool, len(roles))
+	for id := range roles {
+		ids[id] = true
 	}
 	return ids
 }

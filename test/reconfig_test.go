@@ -79,3 +79,59 @@ func TestReconfigDisabledByDefault(t *testing.T) {
 		t.Fatalf("reconfig without reconfigEnabled: %v, want ErrReconfigDisabled", err)
 	}
 }
+
+// TestReconfigRemoveKeepsServing: removing members by reconfig never
+// closes the remaining members' doors, although raft's voters shrink a
+// moment before /zookeeper/config does; nor does a restart of a remaining
+// member, which then lists the replicated configuration's members, not
+// its server lines (the voter gate counts participants the way reconcile
+// lists them).
+func TestReconfigRemoveKeepsServing(t *testing.T) {
+	for _, remove := range []int{1, 2} {
+		t.Run(fmt.Sprintf("remove=%d", remove), func(t *testing.T) { reconfigRemoveKeepsServing(t, remove) })
+	}
+}
+
+func reconfigRemoveKeepsServing(t *testing.T, remove int) {
+	e := testutil.StartEnsemble(t, ensembleSpec(t, 3, func(c *conf.Config) { c.ReconfigEnabled, c.SkipACL = true, true }))
+	lead := e.Leader()
+	var leaving []string
+	var removed []int
+	for k := 1; k <= remove; k++ {
+		i := (lead + k) % 3
+		removed = append(removed, i)
+		leaving = append(leaving, fmt.Sprint(i+1))
+	}
+	c, events := testutil.Connect(t, e.Addr(lead), 4*time.Second)
+	if _, err := c.IncrementalReconfig(nil, leaving, -1); err != nil {
+		t.Fatalf("reconfig -remove %v: %v", leaving, err)
+	}
+	end := time.Now().Add(2 * time.Second)
+	for time.Now().Before(end) {
+		if !e.Member(lead).Serving() {
+			t.Fatalf("the leader stopped serving after reconfig -remove %v", leaving)
+		}
+		select {
+		case ev := <-events:
+			if ev.State != zk.StateHasSession {
+				t.Fatalf("the leader's client saw %v after reconfig -remove %v", ev.State, leaving)
+			}
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	for _, i := range removed {
+		e.Stop(i)
+	}
+	if _, err := c.Create("/after-remove", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("a write after reconfig -remove %v: %v", leaving, err)
+	}
+	c.Close()
+	e.Restart(lead)
+	again, _ := testutil.Connect(t, e.Addr(lead), 4*time.Second)
+	if ok, _, err := again.Exists("/after-remove"); err != nil || !ok {
+		t.Fatalf("/after-remove after the remaining leader's restart: %v %v", ok, err)
+	}
+	if _, err := again.Create("/after-restart", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("a write after the restart: %v", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/zkserverd/zkserverd/conf"
 	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/internal/zkimport"
+	"github.com/zkserverd/zkserverd/jute"
 	"github.com/zkserverd/zkserverd/replication"
 	"github.com/zkserverd/zkserverd/server"
 	"github.com/zkserverd/zkserverd/server/ops"
@@ -568,6 +569,9 @@ func seedStandalone(t *testing.T, size int, emptyFirst bool) {
 			e.Start(i)
 		}
 	}
+	started := time.Now()
+	e.WaitServing(0)
+	t.Logf("member 1, the one with data, serves %v after it started", time.Since(started).Round(time.Millisecond))
 	for i := range size {
 		e.WaitServing(i)
 	}
@@ -678,5 +682,82 @@ func TestWipedFollowerCatchesUp(t *testing.T) {
 	}
 	awaitSameTrees(t, e.addrs(f, (f+1)%3, (f+2)%3), want, nil, true)
 	awaitSameZnodeCount(t, e.addrs(0, 1, 2), len(want))
+	e.assertUnfenced(id)
+}
+
+// TestSeededMemberServesOnceAMajorityVotes: the member holding the data
+// (a standalone server's, path (a)) started alone among 3 listed members
+// leads with itself the only voter and serves nobody, since a write would
+// be on its disk only: srvr says it is not serving and a client gets no
+// session. With readonlymode.enabled it serves read-only clients
+// meanwhile, as a member without a quorum does. Once a second member has
+// joined and been promoted to voter, both serve, read-write; the third
+// joins later.
+func TestSeededMemberServesOnceAMajorityVotes(t *testing.T) {
+	for _, readOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("readonly=%v", readOnly), func(t *testing.T) { seededServesOnceAMajorityVotes(t, readOnly) })
+	}
+}
+
+func seededServesOnceAMajorityVotes(t *testing.T, readOnly bool) {
+	dir := t.TempDir()
+	tree, id := standaloneHistory(t, testConfig(t, dir), func(c *zk.Conn) { fillTree(t, c, "/seed") })
+	e := newLoggedEnsemble(t, 3, []string{dir}, func(_ int, c *conf.Config) { c.ReadOnlyModeEnabled = readOnly })
+	mark := e.mark()
+	e.Start(0)
+	if got, want := testutil.FourLetterLine(e.Addr(0), "srvr", "This ZooKeeper instance"), "is not currently serving requests"; !strings.Contains(got, want) {
+		t.Fatalf("srvr of the seeded member alone: %q, want %q", got, want)
+	}
+	e.assertNotServing(2500*time.Millisecond, 0)
+	if m := e.node(0).Role(); m != "leader" {
+		t.Fatalf("the seeded member is %q, want leader", m)
+	}
+	if lines := e.linesSince(mark, 0, "serving no client until a majority of the listed participants are voters", "1 of 3 participants are voters"); len(lines) != 1 {
+		t.Errorf("want one line saying why the seeded member does not serve, got:\n%s", e.logs[0].String()[mark[0]:])
+	}
+	r := dialRaw(t, e.Addr(0))
+	if _, err := r.handshake(jute.ConnectRequest{TimeOut: 6000, HasReadOnly: true}); err == nil {
+		t.Fatal("a read-write client got a session on the seeded member alone")
+	}
+	if readOnly {
+		testutil.Eventually(t, 5*time.Second, "the seeded member in read-only mode", func() bool { return e.Mode(0) == "read-only" })
+		ro, _, err := roHandshake(t, e.Addr(0), true, 0, nil)
+		if err != nil {
+			t.Fatalf("a read-only client on the seeded member alone: %v", err)
+		}
+		ro.c.Close()
+	}
+
+	second := time.Now()
+	e.Start(1)
+	e.WaitServing(0)
+	t.Logf("member 1, the one with data, serves %v after the second member started", time.Since(second).Round(time.Millisecond))
+	e.WaitServing(1)
+	if m := e.node(0).Membership(); m.Followers != 1 {
+		t.Fatalf("member 1 serves with membership %+v, want one other voter", m)
+	}
+	for _, i := range []int{0, 1} {
+		if m := e.Mode(i); m != "leader" && m != "follower" {
+			t.Errorf("member %d serves as %q, want leader or follower", i+1, m)
+		}
+	}
+	c, err := dialMember(e.Addr(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Create("/seed/two-voters", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("a write with 2 of 3 voters: %v", err)
+	}
+	want, err := readMemberTree(e.Addr(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := treeDiff(tree, want, func(p string) bool { return notConfig(p) && p != "/seed" }, false); d != "" {
+		t.Errorf("the seeded member's tree differs from the standalone's:\n%s", d)
+	}
+	e.Start(2)
+	e.WaitServing(2)
+	awaitSameTrees(t, e.addrs(0, 1, 2), want, nil, true)
 	e.assertUnfenced(id)
 }

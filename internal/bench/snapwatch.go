@@ -96,12 +96,13 @@ func (w *snapWatch) note(key string, size int64, now time.Time, first bool) {
 
 // files returns the snapshot files written since the first poll, oldest
 // first: those seen growing or in a ".tmp" directory (a file first seen
-// complete was there before, missed by a walk that raced a rename).
+// complete was there before, missed by a walk that raced a rename), and
+// seen holding bytes at least once.
 func (w *snapWatch) files() []SnapFile {
 	out := make([]SnapFile, 0, len(w.seen))
 	for key, s := range w.seen {
-		if !w.grew[key] {
-			continue
+		if !w.grew[key] || s.Bytes == 0 {
+			continue // not written since the first poll, or never seen with content (raft dropped it before a poll saw it written)
 		}
 		f := *s
 		f.Seconds = f.Last.Sub(f.First).Seconds()
