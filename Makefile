@@ -23,6 +23,17 @@
 #                          ZooKeeper too); installs KERBEROS_PACKAGES with apt-get
 #                          (as root) when missing
 #
+#   make migrate           the migration proof (test/migrate): Curator and kazoo
+#                          clients hold an ephemeral node, a lock, a leadership
+#                          and a watch and write while three `zkserverd mirror`s
+#                          follow Apache ZooKeeper 3.8, serve them and take over
+#                          (`zkserverd takeover`); also a ZooKeeper leader death,
+#                          a mirror restart, a 100k-znode snapshot, mirrors that
+#                          serve only after the switch, and a dry run against
+#                          ZooKeeper alone; reports the write pause at the
+#                          switch; installs MIGRATE_PACKAGES with apt-get (as root)
+#                          when missing. Select one with ARGS="-run TestMigrateDryRun"
+#
 #   make resources         the flood tests (test/resources_test.go): the built server
 #                          under floods of rejected 1 MB and accepted 512 KiB setData
 #                          requests, its RSS sampled; about 3 minutes
@@ -65,7 +76,7 @@ RELEASE_LDFLAGS = -s -w \
 	-X 'github.com/zkserverd/zkserverd/server.BuildDate=$(BUILD_DATE)' \
 	-X 'main.commit=$(COMMIT)'
 
-.PHONY: zookeeper kerberos test lint compat compat-diff compat-zookeeper compat-mirror compat-unit compat-runner compat-zkformat chaos fuzz resources release
+.PHONY: zookeeper kerberos migrate test lint compat compat-diff compat-zookeeper compat-mirror compat-unit compat-runner compat-zkformat chaos fuzz resources release
 
 test:
 	$(GO) test -race -timeout 30m ./...
@@ -132,6 +143,19 @@ kerberos:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 	$(GO) test -tags kerberos ./test -run '^TestKerberos' -count=1 -timeout 5m $(ARGS)
+
+# The migration proof's packages: ZooKeeper, javac and Curator for the Java
+# client, kazoo for the Python one.
+MIGRATE_PACKAGES = zookeeper openjdk-17-jdk-headless libcurator-framework-java \
+	libcurator-recipes-java libslf4j-java python3-kazoo
+
+migrate:
+	@missing=$$(for p in $(MIGRATE_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+	ZKSERVERD_MIGRATE=1 ZKSERVERD_REQUIRE_ZOOKEEPER=1 $(GO) test ./test/migrate -run '^TestMigrate' -count=1 -v -timeout 40m $(ARGS)
 
 resources:
 	ZK_RESOURCE_TESTS=1 $(GO) test ./test -run '^TestFloodsKeepMemoryBounded$$' -count=1 -v -timeout 10m $(ARGS)

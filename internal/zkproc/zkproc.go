@@ -65,10 +65,10 @@ type Spec struct {
 	// Outside are observers that are not launched: their server.N lines
 	// (role observer) are written, their ports picked.
 	Outside []int64
-	// OutsideClientPorts picks a client port for the Outside members too
-	// and writes it into their server.N lines (";127.0.0.1:PORT"), as a
-	// launched observer's: for a stand-in (a zkserverd mirror) that serves
-	// clients there.
+	// OutsideClientPorts picks a client port for each outside member too
+	// and writes it in its line (host:quorum:election:observer;host:client),
+	// as for a zkserverd mirror that serves clients there: clients that
+	// follow /zookeeper/config (Curator's ensemble tracker) then keep it.
 	OutsideClientPorts bool
 	// Joining are observers that are not launched and not in the
 	// configuration either: their ports are picked and Line gives what a
@@ -102,14 +102,14 @@ type Member struct {
 	Joining      bool // not in the configuration written (Spec.Joining)
 	QuorumPort   int
 	ElectionPort int
-	ClientPort   int // 0 for an outside member, unless joining or Spec.OutsideClientPorts
+	ClientPort   int // 0 for an outside member (but a joining one, or with Spec.OutsideClientPorts)
 	Dir          string
 
 	proc *process
 }
 
 // Line is the member's server.N value: host:quorum:election:role, and
-// ;host:client for a launched one.
+// ;host:client when it has a client port.
 func (m *Member) Line() string {
 	role := "participant"
 	if m.Observer {
@@ -163,34 +163,14 @@ func Launch(ctx context.Context, spec Spec) (*Ensemble, error) {
 	if spec.HeapMB <= 0 {
 		spec.HeapMB = 256
 	}
-	e := &Ensemble{spec: spec}
-	add := func(ids []int64, observer, outside, joining bool) error {
-		for _, id := range ids {
-			m := &Member{ID: id, Observer: observer, Outside: outside, Joining: joining, Dir: filepath.Join(spec.Dir, fmt.Sprintf("zk%d", id))}
-			ports := []*int{&m.QuorumPort, &m.ElectionPort}
-			if !outside || joining || spec.OutsideClientPorts {
-				// a reconfig -add wants three ports, the client's too
-				ports = append(ports, &m.ClientPort)
-			}
-			for _, p := range ports {
-				n, err := spec.Ports.Pick()
-				if err != nil {
-					return fmt.Errorf("zkproc: pick a port: %w", err)
-				}
-				*p = n
-			}
-			e.members = append(e.members, m)
-		}
-		return nil
-	}
 	if len(spec.Joining) > 0 && !spec.ReconfigEnabled {
 		return nil, errors.New("zkproc: Spec.Joining needs ReconfigEnabled")
 	}
-	if err := errors.Join(add(spec.Voters, false, false, false), add(spec.Observers, true, false, false),
-		add(spec.Outside, true, true, false), add(spec.Joining, true, true, true)); err != nil {
+	members, err := planMembers(spec)
+	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(e.members, func(a, b *Member) int { return int(a.ID - b.ID) })
+	e := &Ensemble{spec: spec, members: members}
 	for _, m := range e.members {
 		if m.Outside {
 			continue
@@ -216,6 +196,36 @@ func Launch(ctx context.Context, spec Spec) (*Ensemble, error) {
 		}
 	}
 	return e, nil
+}
+
+// planMembers picks every member's ports and directory, in sid order.
+func planMembers(spec Spec) ([]*Member, error) {
+	var members []*Member
+	add := func(ids []int64, observer, outside, joining bool) error {
+		for _, id := range ids {
+			m := &Member{ID: id, Observer: observer, Outside: outside, Joining: joining, Dir: filepath.Join(spec.Dir, fmt.Sprintf("zk%d", id))}
+			ports := []*int{&m.QuorumPort, &m.ElectionPort}
+			if !outside || joining || spec.OutsideClientPorts {
+				// a reconfig -add wants three ports, the client's too
+				ports = append(ports, &m.ClientPort)
+			}
+			for _, p := range ports {
+				n, err := spec.Ports.Pick()
+				if err != nil {
+					return fmt.Errorf("zkproc: pick a port: %w", err)
+				}
+				*p = n
+			}
+			members = append(members, m)
+		}
+		return nil
+	}
+	if err := errors.Join(add(spec.Voters, false, false, false), add(spec.Observers, true, false, false),
+		add(spec.Outside, true, true, false), add(spec.Joining, true, true, true)); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(members, func(a, b *Member) int { return int(a.ID - b.ID) })
+	return members, nil
 }
 
 func (e *Ensemble) writeConfig(m *Member) error {

@@ -84,6 +84,37 @@ func TestEnsembleElectsAndFailsOver(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
+// countingPorts hands out 100, 101, ... (planMembers binds nothing).
+type countingPorts struct{ next int }
+
+func (c *countingPorts) Pick() (int, error) { c.next++; return 100 + c.next, nil }
+
+// TestPlanMembersGivesClientPortsWhereAsked: launched and joining members
+// get a client port; outside ones only with OutsideClientPorts, which
+// then shows in their line.
+func TestPlanMembersGivesClientPortsWhereAsked(t *testing.T) {
+	for _, withPorts := range []bool{false, true} {
+		ms, err := planMembers(Spec{Dir: "/d", Voters: []int64{2, 1}, Outside: []int64{4}, Joining: []int64{3},
+			OutsideClientPorts: withPorts, Ports: &countingPorts{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) != 4 || ms[0].ID != 1 || ms[3].ID != 4 {
+			t.Fatalf("members not in sid order: %+v", ms)
+		}
+		for _, m := range ms[:3] {
+			if m.ClientPort == 0 || m.QuorumPort == 0 || m.ElectionPort == 0 {
+				t.Errorf("member %d lacks a port: %+v", m.ID, m)
+			}
+		}
+		out := ms[3]
+		hasClient := strings.Contains(out.Line(), ";127.0.0.1:")
+		if (out.ClientPort != 0) != withPorts || hasClient != withPorts || !strings.Contains(out.Line(), ":observer") {
+			t.Errorf("OutsideClientPorts=%v: outside member's client port %d, line %q", withPorts, out.ClientPort, out.Line())
+		}
+	}
+}
+
 func TestConfigCarriesExtraLines(t *testing.T) {
 	dir := t.TempDir()
 	e := &Ensemble{spec: Spec{TickTime: 500, InitLimit: 20, SyncLimit: 10,

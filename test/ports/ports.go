@@ -58,6 +58,9 @@ func ForServer() *Picker { return newPicker(17000, 3000) }
 // ForReplication is the replication package's band, 20000-25999.
 func ForReplication() *Picker { return newPicker(20000, 6000) }
 
+// ForMigrate is test/migrate's band, 7000-7999.
+func ForMigrate() *Picker { return newPicker(7000, 1000) }
+
 // ForIntegration is the test package's band, 26000-31999.
 func ForIntegration() *Picker { return newPicker(26000, 6000) }
 

@@ -40,7 +40,7 @@ func TestFreeHandsOutDistinctBindablePortsOfItsBand(t *testing.T) {
 
 // TestBandsDoNotOverlap: packages tested in parallel never share a port.
 func TestBandsDoNotOverlap(t *testing.T) {
-	bands := []*Picker{ForZab(), ForZkproc(), ForMirror(), ForCmd(), ForCompat(), ForTestutil(), ForOps(), ForServer(), ForReplication(), ForIntegration()}
+	bands := []*Picker{ForZab(), ForZkproc(), ForMirror(), ForCmd(), ForCompat(), ForTestutil(), ForOps(), ForServer(), ForReplication(), ForIntegration(), ForMigrate()}
 	for i, a := range bands {
 		if a.first+a.count > 32768 {
 			t.Errorf("band %d reaches the ephemeral range: %d-%d", i, a.first, a.first+a.count-1)
