@@ -22,12 +22,9 @@ func (s *State) apply(tree *datatree.Tree, t *zkimport.Txn) error {
 	switch h.Type {
 	case jute.OpCreateSession:
 		s.Sessions().Add(h.ClientID, t.Op.Timeout)
-		if s.opts.Applied != nil {
-			s.opts.Applied(Applied{SessionID: h.ClientID, Cxid: h.Cxid, Zxid: h.Zxid, Time: h.Time, Type: h.Type,
-				Result: &datatree.Result{}, Timeout: t.Op.Timeout})
-		}
+		s.notify(appliedOf(h, &datatree.Result{}, t.Op.Timeout))
 	case jute.OpError:
-		s.notify(h, &datatree.Result{Err: t.Op.Err})
+		s.notify(appliedOf(h, &datatree.Result{Err: t.Op.Err}, 0))
 	case jute.OpReconfig:
 		if err := s.applyReconfig(tree, t); err != nil {
 			return err
@@ -40,23 +37,34 @@ func (s *State) apply(tree *datatree.Tree, t *zkimport.Txn) error {
 		if !failedMulti(t.Multi) {
 			return s.applyOps(tree, t, t.Multi)
 		}
-		s.notify(h, failedMultiResult(t.Multi))
+		s.notify(appliedOf(h, failedMultiResult(t.Multi), 0))
 	default:
 		return s.applyOps(tree, t, []zkimport.TxnOp{t.Op})
 	}
 	return s.checkDigest(t)
 }
 
-// notify hands one applied transaction to the Applied callback.
-func (s *State) notify(h zkimport.TxnHeader, r *datatree.Result) {
+// appliedOf describes the transaction of header h with its result.
+func appliedOf(h zkimport.TxnHeader, r *datatree.Result, timeout int32) Applied {
+	return Applied{SessionID: h.ClientID, Cxid: h.Cxid, Zxid: h.Zxid, Time: h.Time, Type: h.Type, Result: r, Timeout: timeout}
+}
+
+// notify makes the transaction's zxid the State's last, then hands the
+// transaction to the Applied callback. The order matters: the server
+// answers the request from the callback, and the session's next reply
+// carries LastZxid, which must not be older than that answer's zxid.
+func (s *State) notify(a Applied) {
+	s.mu.Lock()
+	s.lastZxid = a.Zxid
+	s.mu.Unlock()
 	if s.opts.Applied != nil {
-		s.opts.Applied(Applied{SessionID: h.ClientID, Cxid: h.Cxid, Zxid: h.Zxid, Time: h.Time, Type: h.Type, Result: r})
+		s.opts.Applied(a)
 	}
 }
 
 // hook returns the Apply hook that reports the result under the tree lock.
 func (s *State) hook(h zkimport.TxnHeader) func(*datatree.Txn, *datatree.Result) {
-	return func(_ *datatree.Txn, r *datatree.Result) { s.notify(h, r) }
+	return func(_ *datatree.Txn, r *datatree.Result) { s.notify(appliedOf(h, r, 0)) }
 }
 
 // checkDigest compares the tree's ZooKeeper digest with the one the
@@ -330,10 +338,10 @@ func (s *State) applyReconfig(tree *datatree.Tree, t *zkimport.Txn) error {
 	if code != jute.OK {
 		return fmt.Errorf("reconfig: %s is missing", configPath)
 	}
-	s.notify(t.Header, &datatree.Result{
+	s.notify(appliedOf(t.Header, &datatree.Result{
 		Response: &jute.GetDataResponse{Data: op.Data, Stat: st},
 		Events:   []datatree.Event{{Type: jute.EventNodeDataChanged, Path: configPath}},
-	})
+	}, 0))
 	return nil
 }
 

@@ -148,7 +148,16 @@ func feed(t *testing.T, st *State, steps ...step) {
 // newSynced returns a State at zxid 0 whose applied transactions go to
 // *got.
 func newSynced(t *testing.T, got *[]Applied) *State {
-	st := New(Options{Logger: testLogger(t), Applied: func(a Applied) { *got = append(*got, a) }})
+	var st *State
+	st = New(Options{Logger: testLogger(t), Applied: func(a Applied) {
+		// The server answers from this callback: the State's last zxid
+		// must already be the transaction's, or the session's next reply
+		// would carry an older one.
+		if last := st.LastZxid(); last != a.Zxid {
+			t.Errorf("Applied(%#x) while LastZxid is %#x", a.Zxid, last)
+		}
+		*got = append(*got, a)
+	}})
 	st.UpToDate()
 	return st
 }
