@@ -145,18 +145,24 @@ func (c *conn) writeTimeout() time.Duration {
 }
 
 // abort closes the connection at once (expiry, slow consumer, shutdown):
-// closing the socket ends the reader's read and the writer's write, and
-// queued replies are dropped. It may be called from any goroutine; the
+// closing the socket ends the reader's read and the writer's write; no
+// reply is queued after the call began, and those queued before leave in
+// order only if the writer gets them out before the socket closes. It may be called from any goroutine; the
 // socket's Close may block briefly (TLS), so callers holding the tree lock
 // call it on a goroutine of its own.
 func (c *conn) abort(reason string) {
 	if c.aborted.Swap(true) {
 		return
 	}
+	// The outbox closes before done wakes anyone: the completer, woken
+	// while it waits for a write's outcome, goes on to the items after
+	// that write, and a reply of theirs must not leave ahead of the
+	// write's, which never comes (a client sees the wrong xid). What was
+	// queued before still leaves, in order.
+	c.pl.out.close()
 	close(c.done)
 	c.log.Info("closing connection", "reason", reason, "session", hexID(c.sessionID.Load()))
 	c.nc.Close()
-	c.pl.out.close()
 }
 
 // countSent counts frames written (the writer's statistics callback).

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -311,5 +312,58 @@ func TestEnsembleSeedsConfigThroughTheLog(t *testing.T) {
 		if zxid := e.Member(i).node.LastZxid(); zxid&0xffffffff != 0 {
 			t.Errorf("member %d: the seed consumed a zxid: last zxid %#x", i+1, zxid)
 		}
+	}
+}
+
+// holdingReplica holds every write submitted after hold is set: its
+// outcome never comes, as for a mirror's write held by a takeover's
+// freeze when the ZooKeeper voters stop.
+type holdingReplica struct {
+	Replica
+	hold atomic.Bool
+	held atomic.Int32
+}
+
+func (h *holdingReplica) Submit(t *txnlog.Txn) <-chan replication.Outcome {
+	if !h.hold.Load() || t.Tree.Type == jute.OpCreateSession {
+		return h.Replica.Submit(t)
+	}
+	h.held.Add(1)
+	return make(chan replication.Outcome, 1)
+}
+
+// TestAbortSendsNoReplyPastAMissingOne: a connection closed while a write
+// waits for its outcome sends no reply of the requests after that write
+// (their replies would leave ahead of the write's, which never comes: a
+// client sees the wrong xid). Found by make migrate: the voters stopped
+// during a takeover's freeze, and kazoo got the reply of a read sent after
+// two held writes.
+func TestAbortSendsNoReplyPastAMissingOne(t *testing.T) {
+	s, fs, _ := newFenceable(t, opsConfig(t))
+	hr := &holdingReplica{Replica: fs}
+	s.node = hr
+	testutil.Start(t, s)
+	for round := range 20 {
+		w, resp, err := dialWire(t, s, jute.ConnectRequest{TimeOut: 4000})
+		if err != nil || resp.SessionID == 0 {
+			t.Fatalf("round %d: session: %+v %v", round, resp, err)
+		}
+		hr.hold.Store(true)
+		before := hr.held.Load()
+		w.send(&jute.RequestHeader{Xid: 1, Type: jute.OpCreate},
+			&jute.CreateRequest{Path: fmt.Sprintf("/held%d", round), ACL: jute.OpenACLUnsafe})
+		w.send(&jute.RequestHeader{Xid: 2, Type: jute.OpExists}, &jute.PathWatchRequest{Path: "/"})
+		testutil.Eventually(t, 5*time.Second, "the write held", func() bool { return hr.held.Load() > before })
+		time.Sleep(10 * time.Millisecond) // the read queued behind the write
+		fs.set(errors.New("a test fence"))
+		w.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if frame, err := jute.ReadFrame(w.br, 1<<20, nil); err == nil {
+			var rh jute.ReplyHeader
+			rh.Decode(jute.NewDecoder(frame))
+			t.Fatalf("round %d: reply xid %d sent while the write of xid 1 has none", round, rh.Xid)
+		}
+		fs.set(nil)
+		hr.hold.Store(false)
+		testutil.Eventually(t, 5*time.Second, "serving again", s.Serving)
 	}
 }
