@@ -76,7 +76,7 @@ RELEASE_LDFLAGS = -s -w \
 	-X 'github.com/zkserverd/zkserverd/server.BuildDate=$(BUILD_DATE)' \
 	-X 'main.commit=$(COMMIT)'
 
-.PHONY: zookeeper kerberos migrate test lint compat compat-diff compat-zookeeper compat-mirror compat-unit compat-runner compat-zkformat chaos fuzz resources release
+.PHONY: zookeeper kerberos migrate migrate-deps test lint compat compat-diff compat-zookeeper compat-mirror compat-unit compat-runner compat-zkformat chaos fuzz resources release
 
 test:
 	$(GO) test -race -timeout 30m ./...
@@ -149,12 +149,16 @@ kerberos:
 MIGRATE_PACKAGES = zookeeper openjdk-17-jdk-headless libcurator-framework-java \
 	libcurator-recipes-java libslf4j-java python3-kazoo
 
-migrate:
+# The packages alone, for CI to install before the suite, whose quick
+# form of the migration (TestQuickMigration) runs the same clients.
+migrate-deps:
 	@missing=$$(for p in $(MIGRATE_PACKAGES); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+
+migrate: migrate-deps
 	ZKSERVERD_MIGRATE=1 ZKSERVERD_REQUIRE_ZOOKEEPER=1 $(GO) test ./test/migrate -run '^TestMigrate' -count=1 -v -timeout 40m $(ARGS)
 
 resources:

@@ -16,5 +16,6 @@
 // mirrors and the clients; they run only with ZKSERVERD_MIGRATE=1
 // (`make migrate`). The normal suite runs the checker's own tests and a
 // quick form of the takeover (TestQuickMigration), which skips where
-// ZooKeeper, the clients or the zkserverd features are missing.
+// ZooKeeper or the clients are missing, unless ZKSERVERD_REQUIRE_ZOOKEEPER
+// is 1 (CI installs them first: make migrate-deps).
 package migrate

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -37,8 +38,6 @@ type scenario struct {
 	disrupt func(w *world)
 	// steady is how long the clients run before and after each step.
 	steady time.Duration
-	// quick is the normal suite's form: it skips where the long form fails.
-	quick bool
 }
 
 // TestMigrateTakeover is the proof: clients hold their recipes and write
@@ -89,27 +88,27 @@ func TestMigrateDryRun(t *testing.T) {
 
 // TestQuickMigration is the quick form in the normal suite: the takeover
 // with serving mirrors, 500 preloaded znodes and shorter steady phases.
-// It skips where ZooKeeper, Curator or kazoo is missing, or where the
-// zkserverd built lacks `mirror --client-addr`, `--takeover-config` or
-// `takeover` (make migrate fails instead).
+// It skips where ZooKeeper, Curator or kazoo is missing, and fails
+// instead when ZKSERVERD_REQUIRE_ZOOKEEPER=1 (CI, which installs them).
 func TestQuickMigration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("launches ZooKeeper, three mirrors and two client programs")
 	}
 	zkproc.Require(t)
 	if missing := missingClients(); missing != "" {
-		t.Skipf("the migration clients cannot run here: %s (make migrate installs them)", missing)
+		msg := fmt.Sprintf("the migration clients cannot run here: %s (make migrate installs them)", missing)
+		if os.Getenv(zkproc.RequireEnv) == "1" {
+			t.Fatalf("%s=1, but %s", zkproc.RequireEnv, msg)
+		}
+		t.Skip(msg)
 	}
-	run(t, scenario{preload: 500, mirrors: true, serve: true, steady: 3 * time.Second, quick: true})
+	run(t, scenario{preload: 500, mirrors: true, serve: true, steady: 3 * time.Second})
 }
 
 func run(t *testing.T, sc scenario) {
 	w := newWorld(t)
 	if sc.mirrors {
 		if missing := w.missingFeatures(); missing != "" {
-			if sc.quick {
-				t.Skipf("this zkserverd lacks %s", missing)
-			}
 			t.Fatalf("this zkserverd lacks %s, which the migration needs", missing)
 		}
 	}
