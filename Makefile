@@ -23,6 +23,8 @@
 #                          ZooKeeper too); installs KERBEROS_PACKAGES with apt-get
 #                          (as root) when missing
 #
+#   make migrate-deps      the migration clients' packages alone (CI installs them first)
+#
 #   make migrate           the migration proof (test/migrate): Curator and kazoo
 #                          clients hold an ephemeral node, a lock, a leadership
 #                          and a watch and write while three `zkserverd mirror`s
