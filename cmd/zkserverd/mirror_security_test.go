@@ -24,25 +24,6 @@ import (
 	"github.com/zkserverd/zkserverd/tlsconf/tlstest"
 )
 
-// lockedBuffer is a bytes.Buffer that a running mirror's logger writes
-// while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // securedEnsemble is a ZooKeeper ensemble of voters 3-5 whose
 // configuration lists mirrors 1, 2, 6 and 7 as observers, launched with
 // extra zoo.cfg lines and JVM flags. Mirrors 1 and 2 have smaller sids
@@ -103,7 +84,7 @@ func (s *securedEnsemble) mirrorConfig(t *testing.T, name string, lines []string
 // runningMirror is a `zkserverd mirror` run in the test's process.
 type runningMirror struct {
 	status string
-	log    *lockedBuffer
+	log    *testutil.LogCapture
 	stop   func()
 }
 
@@ -111,7 +92,7 @@ type runningMirror struct {
 // extra flags given, until the test ends; it must then stop without error.
 func (s *securedEnsemble) startMirror(t *testing.T, ctx context.Context, cfgPath string, myid int64, flags ...string) *runningMirror {
 	t.Helper()
-	m := &runningMirror{status: "127.0.0.1:" + strconv.Itoa(s.picker.Free(t)), log: &lockedBuffer{}}
+	m := &runningMirror{status: "127.0.0.1:" + strconv.Itoa(s.picker.Free(t)), log: &testutil.LogCapture{}}
 	root := newRootCommand(&bytes.Buffer{}, m.log)
 	root.SetArgs(append([]string{"mirror", "--ensemble", cfgPath, "--myid", strconv.FormatInt(myid, 10), "--status-addr", m.status}, flags...))
 	runCtx, cancel := context.WithCancel(ctx)

@@ -295,10 +295,16 @@ func checkMirrorsMatch(t *testing.T, w *world) {
 }
 
 func (w *world) mirrorSummary() string {
+	return w.mirrorStatuses(func(s map[string]any) string {
+		return fmt.Sprintf("zxid %v, %v znodes, %v syncs", s["last_zxid"], s["znodes"], s["syncs"])
+	})
+}
+
+// mirrorStatuses describes each mirror's GET /mirror with describe.
+func (w *world) mirrorStatuses(describe func(map[string]any) string) string {
 	var parts []string
 	for _, m := range w.mirrors {
-		s := status(m.status)
-		parts = append(parts, fmt.Sprintf("%d: zxid %v, %v znodes, %v syncs", m.id, s["last_zxid"], s["znodes"], s["syncs"]))
+		parts = append(parts, fmt.Sprintf("%d: %s", m.id, describe(status(m.status))))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -380,12 +386,9 @@ func (w *world) memberModes() string {
 }
 
 func (w *world) phases() string {
-	var parts []string
-	for _, m := range w.mirrors {
-		s := status(m.status)
-		parts = append(parts, fmt.Sprintf("%d: phase %v reachable %v error %v", m.id, s["phase"], s["zookeeper_reachable"], s["error"]))
-	}
-	return strings.Join(parts, "; ")
+	return w.mirrorStatuses(func(s map[string]any) string {
+		return fmt.Sprintf("phase %v reachable %v error %v", s["phase"], s["zookeeper_reachable"], s["error"])
+	})
 }
 
 // restartZooKeeperLeader is the dry run's switch: ZooKeeper's leader
