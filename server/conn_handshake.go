@@ -33,11 +33,11 @@ func (c *conn) handshake() bool {
 		c.log.Warn("bad connect frame; closing", "err", err)
 		return false
 	}
-	readOnly := c.s.readOnly()
-	if !c.s.serving.Load() && !readOnly {
+	if !c.s.serving.Load() && !c.s.readOnly() && !c.awaitFirstServing() {
 		c.log.Info("not serving yet (no quorum or catching up); closing")
 		return false
 	}
+	readOnly := c.s.readOnly()
 	var req jute.ConnectRequest
 	d := jute.NewDecoder(payload)
 	req.Decode(d)
@@ -226,4 +226,30 @@ func (c *conn) bindSession(sid int64, timeout int32) {
 func (c *conn) sendConnectResponse(req *jute.ConnectRequest, timeout int32, sid int64, passwd []byte) {
 	resp := jute.ConnectResponse{TimeOut: timeout, SessionID: sid, Passwd: passwd, ReadOnly: c.readOnly, HasReadOnly: req.HasReadOnly}
 	c.pl.out.push(jute.AppendFrame(nil, &resp))
+}
+
+// startHold is how long after its start a member that has not served yet
+// lets a client's handshake wait for it, instead of closing the
+// connection at once.
+const startHold = 2 * time.Second
+
+// awaitFirstServing waits until the member serves, if it has not served
+// since it started, less than startHold ago (a restart, a takeover's
+// switch, the voter gate's wait for a joining member), and at most until
+// startHold after the start, unless it is fenced; it reports whether the
+// member serves. A client closed at once tries again after its own back-off (up to a
+// second for the Java client), often well after the member began to
+// serve; one that waits is served as soon as the member is.
+func (c *conn) awaitFirstServing() bool {
+	s := c.s
+	if s.servedOnce.Load() || s.node.Fenced() != nil {
+		return false
+	}
+	wait := startHold - time.Since(s.started)
+	if wait <= 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, wait)
+	defer cancel()
+	return s.WaitServing(ctx) == nil
 }

@@ -331,6 +331,7 @@ func (s *Server) markServing() {
 		s.learnConfig(data)
 	}
 	s.serving.Store(true)
+	s.servedOnce.Store(true)
 	s.log.Info("serving clients", "mode", s.node.Role(), "zxid", hexID(s.node.LastZxid()))
 	if len(data) == 0 {
 		s.seedConfig()

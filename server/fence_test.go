@@ -367,3 +367,62 @@ func TestAbortSendsNoReplyPastAMissingOne(t *testing.T) {
 		testutil.Eventually(t, 5*time.Second, "serving again", s.Serving)
 	}
 }
+
+// quorumSwitch is an ensemble member's replicated state whose quorum the
+// test takes away and gives back.
+type quorumSwitch struct {
+	Replica
+	lost atomic.Bool
+}
+
+func (q *quorumSwitch) Clustered() bool { return true }
+
+func (q *quorumSwitch) QuorumHealth(maxSilence time.Duration) error {
+	if q.lost.Load() {
+		return errors.New("a test without a quorum")
+	}
+	return q.Replica.QuorumHealth(maxSilence)
+}
+
+func (q *quorumSwitch) WaitReady(ctx context.Context) error {
+	for q.lost.Load() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return q.Replica.WaitReady(ctx)
+}
+
+// TestStartingMemberHoldsHandshakes: a client that connects to a member
+// that has not served since it started (a restart, a takeover's switch)
+// waits for it instead of being closed, and gets its session once the
+// member serves; once the member has served, a member without a quorum
+// closes new clients at once, as ZooKeeper does.
+func TestStartingMemberHoldsHandshakes(t *testing.T) {
+	s, fs, _ := newFenceable(t, opsConfig(t))
+	q := &quorumSwitch{Replica: fs}
+	q.lost.Store(true)
+	s.node = q
+	testutil.Start(t, s)
+	time.AfterFunc(400*time.Millisecond, func() { q.lost.Store(false) })
+	began := time.Now()
+	_, resp, err := dialWire(t, s, jute.ConnectRequest{TimeOut: 4000})
+	if err != nil || resp.SessionID == 0 {
+		t.Fatalf("a client of a starting member: %+v %v, want a session once it serves", resp, err)
+	}
+	if waited := time.Since(began); waited < 300*time.Millisecond || waited > startHold {
+		t.Errorf("the handshake took %v, want about the 400 ms until the member served", waited)
+	}
+
+	q.lost.Store(true)
+	testutil.Eventually(t, 5*time.Second, "serving to stop", func() bool { return !s.Serving() })
+	began = time.Now()
+	if _, resp, err := dialWire(t, s, jute.ConnectRequest{TimeOut: 4000}); err == nil {
+		t.Fatalf("a member without a quorum created session 0x%x", resp.SessionID)
+	}
+	if waited := time.Since(began); waited > time.Second {
+		t.Errorf("a member that served before held a client %v before closing it", waited)
+	}
+}

@@ -82,8 +82,11 @@ type Server struct {
 	admission *admission
 	touches   toucher
 	serving   atomic.Bool
-	ro        readOnlyMode // readonlymode.enabled without a quorum (readonly.go)
-	started   time.Time
+	// servedOnce is set when the server first serves (conn_handshake.go
+	// awaitFirstServing).
+	servedOnce atomic.Bool
+	ro         readOnlyMode // readonlymode.enabled without a quorum (readonly.go)
+	started    time.Time
 	// memory refuses growing writes near the memory limit (memlimit.go).
 	memory *memoryGuard
 	// readBuffers holds the read buffers of ended connections (conn_pool.go).
