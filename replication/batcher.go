@@ -116,8 +116,9 @@ func (q *proposalQueue) takeBatch() []proposal {
 // to the collector; during a leadership hand-off it first waits for the
 // hand-off's end (transfer.go).
 func (n *Node) flush(batch []proposal) {
-	n.handoff.wait(n.stop)
-	n.inflight <- n.commitBatch(batch)
+	var e inflightEntry
+	n.handoff.enter(n.stop, func() { e = n.commitBatch(batch) })
+	n.inflight <- e
 }
 
 // closeQueue refuses further proposals, waits for a flush in progress,

@@ -48,6 +48,7 @@ func (n *Node) TransferLeadership(ctx context.Context, target int64) (int64, err
 	}
 	start := time.Now()
 	defer n.handoff.hold()()
+	n.drainEntries(ctx)
 	err := n.transferOnce(ctx, target)
 	// raft gives an attempt up after one election timeout, which a busy
 	// machine can outlast; the caller's ctx bounds the whole hand-off.
@@ -65,6 +66,21 @@ func (n *Node) TransferLeadership(ctx context.Context, target int64) (int64, err
 	}
 	n.log.Info("handed leadership over", "to", leader, "took", time.Since(start).Round(time.Millisecond))
 	return leader, nil
+}
+
+// drainEntries waits until the entries raft was handed before the hold
+// are applied (a barrier): raft refuses an entry it takes from its queue
+// while a transfer is in progress, and its queue holds entries handed
+// over but not taken yet (BatchApplyCh). A barrier that fails leaves the
+// transfer to go on; its attempts report what is wrong.
+func (n *Node) drainEntries(ctx context.Context) {
+	timeout := n.cfg.ForwardTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if err := n.raft.Barrier(timeout).Error(); err != nil {
+		n.log.Debug("handing leadership over: barrier before the transfer failed", "err", err)
+	}
 }
 
 // transferRounds bounds the attempts of one hand-off.
@@ -223,14 +239,22 @@ const maxHold = 2 * time.Second
 // arrives in those milliseconds and drop its client. Held, they are
 // appended or forwarded, as the member's role then says, once the hand-off
 // has ended. The zero value holds nothing.
+//
+// entering is held by a flush from its wait until raft has its entry
+// (Apply returned), and by hold while it starts a hand-off: every entry
+// is then either handed to raft before the hold, and applied before the
+// transfer starts (drainEntries), or held until the hand-off ends.
 type handoffGate struct {
-	mu   sync.Mutex
-	done chan struct{} // closed when the hand-off ends; nil: none
+	entering sync.Mutex
+	mu       sync.Mutex
+	done     chan struct{} // closed when the hand-off ends; nil: none
 }
 
 // hold starts holding entries back and returns the function that ends
 // it; a hand-off that starts while another runs holds nothing of its own.
 func (g *handoffGate) hold() (release func()) {
+	g.entering.Lock()
+	defer g.entering.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.done != nil {
@@ -244,6 +268,15 @@ func (g *handoffGate) hold() (release func()) {
 		g.mu.Unlock()
 		close(done)
 	}
+}
+
+// enter waits for a hand-off to end (wait), then runs submit, with no
+// hand-off starting in between.
+func (g *handoffGate) enter(stop <-chan struct{}, submit func()) {
+	g.entering.Lock()
+	defer g.entering.Unlock()
+	g.wait(stop)
+	submit()
 }
 
 // wait returns when no hand-off runs, when stop closes, or after maxHold.
