@@ -170,6 +170,7 @@ func checkOperations(t *testing.T, mc, vc *zk.Conn) {
 		t.Errorf("create of an existing node: %v, want node exists", err)
 	}
 	mk, _, err := mc.Children("/p")
+	vc.Sync("/p") // a voter may not have applied the mirror's writes yet
 	vk, _, _ := vc.Children("/p")
 	if err != nil || len(mk) != 3 || !reflect.DeepEqual(mk, vk) {
 		t.Errorf("children of /p: mirror %v %v, voter %v", mk, err, vk)
@@ -190,6 +191,7 @@ func checkOperations(t *testing.T, mc, vc *zk.Conn) {
 	if err := mc.Delete("/ttl", -1); err != nil {
 		t.Fatal(err)
 	}
+	vc.Sync("/ttl")
 	if ok, _, err := vc.Exists("/ttl"); err != nil || ok {
 		t.Errorf("deleted /ttl on the voter: %v %v", ok, err)
 	}
