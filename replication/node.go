@@ -64,6 +64,8 @@ type Node struct {
 	foreign foreignLog  // rate limit of the refused-peer ERROR (identity.go)
 	handoff handoffGate // holds new entries back during a hand-off (transfer.go)
 	gate    voterGate   // whether the voters covered the listed participants (votergate.go)
+	// snapGuard serializes snapshots with a restore (snapguard.go).
+	snapGuard snapshotGuard
 
 	// fwdMu guards the forwarding listener and the member connections it
 	// accepted, closed together by Close.
@@ -161,15 +163,19 @@ func open(cfg Config, s seams) (*Node, error) {
 			go n.receiveCommitPushes(n.push)
 		}
 	}
+	snapAfter := int64(0) // none: raft's own count of entries alone
 	if cfg.SnapshotThreshold > 0 {
-		n.wg.Add(1)
-		go n.snapshotLoop(int64(cfg.SnapshotThreshold/2 + rand.Uint64N(cfg.SnapshotThreshold/2+1)))
+		snapAfter = int64(cfg.SnapshotThreshold/2 + rand.Uint64N(cfg.SnapshotThreshold/2+1))
 	}
+	n.wg.Add(1)
+	go n.snapshotLoop(snapAfter)
 	return n, nil
 }
 
 // snapshotLoop takes a snapshot once threshold transactions were applied
-// since the last one; raft then compacts the log behind it.
+// since the last one (never when it is 0); raft then compacts the log
+// behind it. It also watches raft's record of its last snapshot
+// (snapguard.go).
 func (n *Node) snapshotLoop(threshold int64) {
 	defer n.wg.Done()
 	tick := time.NewTicker(time.Second)
@@ -180,10 +186,11 @@ func (n *Node) snapshotLoop(threshold int64) {
 			return
 		case <-tick.C:
 		}
-		if n.fsm.sinceSnapshot.Load() < threshold {
+		n.watchSnapshotRecord()
+		if threshold == 0 || n.fsm.sinceSnapshot.Load() < threshold {
 			continue
 		}
-		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		if err := n.snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			n.log.Warn("snapshot failed", "err", err)
 		}
 	}
@@ -347,7 +354,7 @@ func (n *Node) LastZxid() int64 { return n.fsm.lastZxid.Load() }
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
 // Snapshot forces a snapshot now (used by tests and operators).
-func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
+func (n *Node) Snapshot() error { return n.snapshot().Error() }
 
 // Stats returns raft's statistics map (for diagnostics).
 func (n *Node) Stats() map[string]string { return n.raft.Stats() }

@@ -26,6 +26,9 @@ type seams struct {
 	// member's own layers (disk-fault handling, the recent-entries cache);
 	// the wrapper must keep raft's LogStore contract.
 	wrapLogStore func(raft.LogStore) raft.LogStore
+	// wrapSnapshotStore, when set, wraps the snapshot store as opened;
+	// the wrapper must keep raft's SnapshotStore contract.
+	wrapSnapshotStore func(raft.SnapshotStore) raft.SnapshotStore
 	// walFS is the file system raft-wal's segments go through (nil: the
 	// operating system's); the member's fsync and fault handling wraps it.
 	walFS types.VFS

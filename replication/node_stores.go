@@ -71,6 +71,9 @@ func (n *Node) openStores(s seams) (raft.LogStore, raft.StableStore, raft.Snapsh
 	if err := snaps.checkAtOpen(logs); err != nil {
 		return nil, nil, nil, err
 	}
+	if s.wrapSnapshotStore != nil {
+		return logs, stable, s.wrapSnapshotStore(snaps), nil
+	}
 	return logs, stable, snaps, nil
 }
 

@@ -70,7 +70,7 @@ func (n *Node) Backup() (BackupInfo, io.ReadCloser, error) {
 // takeSnapshot has raft take a snapshot and opens it; when nothing was
 // applied since the last one, it opens that one.
 func (n *Node) takeSnapshot() (*raft.SnapshotMeta, io.ReadCloser, error) {
-	fut := n.raft.Snapshot()
+	fut := n.snapshot()
 	err := fut.Error()
 	if err == nil {
 		meta, rc, err := fut.Open()
@@ -179,6 +179,14 @@ func (n *Node) Restore(ctx context.Context, st *txnlog.SnapshotState) (RestoreRe
 		return RestoreResult{}, fmt.Errorf("replication: restore: %w", err)
 	}
 	res := RestoreResult{LastZxid: h.LastZxid, Nodes: check.Tree.NodeCount(), Sessions: check.Sessions.Len()}
+	n.log.Warn("restoring a backup through the log: the ensemble's state is replaced",
+		"zxid", fmt.Sprintf("%#x", h.LastZxid), "nodes", res.Nodes, "sessions", res.Sessions,
+		"bytes", len(data), "ensemble", h.Ensemble.String())
+	resume, err := n.quietSnapshots()
+	if err != nil {
+		return RestoreResult{}, fmt.Errorf("replication: restore: %w", err)
+	}
+	defer resume()
 	timeout := restoreTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
@@ -186,9 +194,6 @@ func (n *Node) Restore(ctx context.Context, st *txnlog.SnapshotState) (RestoreRe
 	if err := ctx.Err(); err != nil {
 		return RestoreResult{}, fmt.Errorf("replication: restore: %w", err)
 	}
-	n.log.Warn("restoring a backup through the log: the ensemble's state is replaced",
-		"zxid", fmt.Sprintf("%#x", h.LastZxid), "nodes", res.Nodes, "sessions", res.Sessions,
-		"bytes", len(data), "ensemble", h.Ensemble.String())
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: int64(len(data))}
 	if err := n.raft.Restore(meta, bytes.NewReader(data), timeout); err != nil {
 		return RestoreResult{}, fmt.Errorf("replication: restore: %w", err)

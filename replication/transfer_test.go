@@ -129,22 +129,27 @@ func TestTransferLeadershipHoldsWrites(t *testing.T) {
 	c := newTestCluster(t, 3)
 	lead := c.leader()
 	stop := make(chan struct{})
-	type result struct{ ok, failed int }
-	done := make(chan result)
-	go func() {
+	type result struct{ ok, failed, lost int }
+	done := make(chan result, 1)
+	go func() { // reports through done only: a t.Fatal here would leave the test waiting
 		var r result
+		defer func() { done <- r }()
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
-				done <- r
 				return
 			default:
 			}
-			o := await(t, c.nodes[lead].Submit(createTxn(fmt.Sprintf("/held%d", i))))
-			if o.Err != nil {
-				r.failed++
-			} else {
-				r.ok++
+			select {
+			case o := <-c.nodes[lead].Submit(createTxn(fmt.Sprintf("/held%d", i))):
+				if o.Err != nil {
+					r.failed++
+				} else {
+					r.ok++
+				}
+			case <-time.After(15 * time.Second):
+				r.lost++
+				return
 			}
 		}
 	}()
@@ -156,8 +161,16 @@ func TestTransferLeadershipHoldsWrites(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	close(stop)
-	r := <-done
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer did not stop within 30s")
+	}
 	t.Logf("%d writes committed, %d failed", r.ok, r.failed)
+	if r.lost > 0 {
+		t.Fatalf("a write had no outcome within 15s (%d committed, %d failed before it)", r.ok, r.failed)
+	}
 	if r.failed > 0 || r.ok == 0 {
 		t.Fatalf("%d writes failed (%d committed) across the hand-off", r.failed, r.ok)
 	}

@@ -150,8 +150,8 @@ func TestGetChildrenReplyOverMaxBuffer(t *testing.T) {
 // TestAbandonedSessionsExpire: 1000 sessions each create an ephemeral
 // znode and vanish without closing; they expire after their timeout, their
 // ephemerals go, and the server keeps serving. The timeout (3 s) outlasts
-// opening all of them on a loaded machine under the race detector, so
-// none expires before the count.
+// opening all of them can take longer on a loaded machine under the race
+// detector, so a pinger keeps the opened ones alive until the count.
 func TestAbandonedSessionsExpire(t *testing.T) {
 	cfg := opsConfig(t)
 	cfg.TickTime = 100
@@ -160,6 +160,8 @@ func TestAbandonedSessionsExpire(t *testing.T) {
 	const n = 1000
 	before := s.node.Sessions().Len()
 	conns := make([]net.Conn, 0, n)
+	pinger := keepAlive(time.Second)
+	defer pinger.stop()
 	for i := range n {
 		w, _, err := dialWire(t, s, jute.ConnectRequest{TimeOut: 3000})
 		if err != nil {
@@ -169,10 +171,12 @@ func TestAbandonedSessionsExpire(t *testing.T) {
 			t.Fatalf("create ephemeral %d: %v", i, h.Err)
 		}
 		conns = append(conns, w.c)
+		pinger.add(w.c)
 	}
 	if got := s.node.Tree().EphemeralCount(); got != n {
 		t.Fatalf("%d ephemerals, want %d", got, n)
 	}
+	pinger.stop()
 	for _, nc := range conns {
 		nc.Close() // abandoned: no closeSession
 	}
@@ -180,4 +184,53 @@ func TestAbandonedSessionsExpire(t *testing.T) {
 		return s.node.Tree().EphemeralCount() == 0 && s.node.Sessions().Len() <= before
 	})
 	checkServing(t, s, 5*time.Second)
+}
+
+// pinger pings idle raw connections at a fixed interval from its own
+// goroutine, so their sessions live while a test opens more; the replies
+// are left unread. conns is guarded by mu.
+type pinger struct {
+	mu    sync.Mutex
+	conns []net.Conn
+	done  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
+}
+
+func keepAlive(every time.Duration) *pinger {
+	p := &pinger{done: make(chan struct{})}
+	frame := jute.AppendFrame(nil, &jute.RequestHeader{Xid: jute.XidPing, Type: jute.OpPing})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-tick.C:
+			}
+			p.mu.Lock()
+			conns := append([]net.Conn(nil), p.conns...)
+			p.mu.Unlock()
+			for _, c := range conns {
+				c.SetWriteDeadline(time.Now().Add(time.Second))
+				c.Write(frame) // a failed ping only lets that session expire early
+			}
+		}
+	}()
+	return p
+}
+
+func (p *pinger) add(c net.Conn) {
+	p.mu.Lock()
+	p.conns = append(p.conns, c)
+	p.mu.Unlock()
+}
+
+// stop ends the pings and waits for the goroutine; it may be called twice.
+func (p *pinger) stop() {
+	p.once.Do(func() { close(p.done) })
+	p.wg.Wait()
 }
