@@ -26,7 +26,7 @@ var allowedImports = map[string][]string{
 	"internal/zkproc":   {"internal/testutil", "internal/procgroup"},                                          // procgroup: each member's JVM runs in a process group of its own
 	"internal/zkimport": {"jute", "datatree", "session", "replication"},
 	"server/servertest": {"server", "server/ops"},
-	"internal/testutil": {"conf"},
+	"internal/testutil": {"conf", "internal/fourletter"}, // fourletter: FourLetter forwards to the client the compat runner shares
 	"internal/bench":    {"jute"},
 	"cmd/zkbench":       {"internal/bench"},
 	"test/ports":        {},
@@ -34,7 +34,8 @@ var allowedImports = map[string][]string{
 	"sasl":              {},
 	"tlsconf/tlstest":   {},
 
-	"internal/procgroup": {},
+	"internal/procgroup":  {},
+	"internal/fourletter": {},
 }
 
 func TestDependencyDirection(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zkserverd/zkserverd/internal/fourletter"
 	"github.com/zkserverd/zkserverd/internal/procgroup"
 	"github.com/zkserverd/zkserverd/test/ports"
 )
@@ -157,7 +158,7 @@ var modeLine = regexp.MustCompile(`(?m)^Mode: (\S+)`)
 // mode returns the Mode line of m's srvr answer ("" when it has none,
 // e.g. while it has no quorum).
 func (m *member) mode() string {
-	out, err := fourLetter(m.addr(), "srvr")
+	out, err := fourletter.Ask(m.addr(), "srvr")
 	if err != nil {
 		return ""
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkserverd/zkserverd/internal/fourletter"
 	"github.com/zkserverd/zkserverd/internal/procgroup"
 	"github.com/zkserverd/zkserverd/internal/zkproc"
 )
@@ -120,7 +121,7 @@ func (r *runner) startMirror(ctx context.Context, home string, e *zkproc.Ensembl
 		return nil, fmt.Errorf("start the mirror: %w", err)
 	}
 	if err := waitFor(ctx, s.proc, 60*time.Second, "serve clients", func() bool {
-		out, err := fourLetter(s.addr, "srvr")
+		out, err := fourletter.Ask(s.addr, "srvr")
 		return err == nil && strings.Contains(out, "Mode: observer")
 	}); err != nil {
 		s.proc.Stop(stopGrace)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkserverd/zkserverd/internal/fourletter"
 	"github.com/zkserverd/zkserverd/internal/procgroup"
 	"github.com/zkserverd/zkserverd/test/ports"
 )
@@ -125,7 +126,7 @@ func startServer(ctx context.Context, kind, dir, zkserverdBin string, f flavour,
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
 	if err := waitFor(ctx, s.proc, 60*time.Second, "answer ruok", func() bool {
-		out, err := fourLetter(s.addr, "ruok")
+		out, err := fourletter.Ask(s.addr, "ruok")
 		return err == nil && out == "imok" && (s.secureAddr == "" || listening(s.secureAddr))
 	}); err != nil {
 		s.proc.Stop(stopGrace)
@@ -202,27 +203,3 @@ func waitFor(ctx context.Context, p *procgroup.Process, limit time.Duration, wha
 // stopGrace is how long a server process gets to exit after SIGTERM
 // before it is killed.
 const stopGrace = 5 * time.Second
-
-// fourLetter sends a four-letter word and returns the whole reply.
-func fourLetter(addr, word string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(3 * time.Second)); err != nil {
-		return "", err
-	}
-	if _, err := c.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := c.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return b.String(), nil
-		}
-	}
-}
