@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,9 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/test/ports"
 )
 
@@ -303,7 +301,7 @@ func runWorkload(t *testing.T, addr string) []liveNode {
 	str(a.Create("/zookeeper/quota/bulk/zookeeper_limits", []byte("count=1000,bytes=-1"), 0, open))
 	bulk(t, a, open)
 	str(a.Create("/last", []byte("end"), 0, open))
-	return readAll(t, a)
+	return testutil.ReadTree(t, a)
 }
 
 // closedSession: a session that closes (closeSession with its ephemerals).
@@ -374,39 +372,6 @@ func bulk(t *testing.T, a *zk.Conn, open []zk.ACL) {
 			}
 		}
 	}
-}
-
-// readAll reads every znode reachable from "/".
-func readAll(t *testing.T, c *zk.Conn) []liveNode {
-	t.Helper()
-	var out []liveNode
-	var visit func(p string)
-	visit = func(p string) {
-		data, st, err := c.Get(p)
-		if err != nil {
-			t.Fatalf("get %s: %v", p, err)
-		}
-		acl, _, err := c.GetACL(p)
-		if err != nil {
-			t.Fatalf("getACL %s: %v", p, err)
-		}
-		n := liveNode{Path: p, ACL: acl, Stat: *st}
-		if data != nil {
-			s := base64.StdEncoding.EncodeToString(data)
-			n.Data = &s
-		}
-		out = append(out, n)
-		kids, _, err := c.Children(p)
-		if err != nil {
-			t.Fatalf("children %s: %v", p, err)
-		}
-		slices.Sort(kids)
-		for _, k := range kids {
-			visit(path.Join(p, k))
-		}
-	}
-	visit("/")
-	return out
 }
 
 // saveRecording replaces testdata/zk38 with dir's files and the live read.

@@ -1,10 +1,11 @@
 // Package testutil holds the fixtures that tests of several packages share:
 // a standalone server configuration on loopback, a polling wait, a
-// four-letter-word client, a go-zookeeper session and a logger that writes
-// through the test's log. It imports nothing of the project but conf and
-// internal/fourletter, so the tests of package server itself can use it;
-// server/servertest starts servers on top of it and test/ports picks ports
-// written into configurations. Only tests import it.
+// four-letter-word client, a go-zookeeper session and a read of its whole
+// tree, and a logger that writes through the test's log. It imports
+// nothing of the project but conf and internal/fourletter, so the tests of
+// package server itself can use it; server/servertest starts servers on
+// top of it and test/ports picks ports written into configurations. Only
+// tests import it.
 package testutil
 
 import (
