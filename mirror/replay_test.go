@@ -18,18 +18,14 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/datatree"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/internal/zkimport"
 	"github.com/zkserverd/zkserverd/jute"
 )
 
 // liveNode is one znode as a client read it from a running ZooKeeper
 // (testdata/zk38/live.json).
-type liveNode struct {
-	Path string   `json:"path"`
-	Data *string  `json:"data"` // base64; null for a null buffer
-	ACL  []zk.ACL `json:"acl"`
-	Stat zk.Stat  `json:"stat"`
-}
+type liveNode = testutil.Znode
 
 // zkFiles lists dir's files named prefix.<hex zxid>, sorted by zxid.
 func zkFiles(t *testing.T, dir, prefix string) []string {

@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,17 +8,16 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkserverd/zkserverd/internal/procgroup"
+	"github.com/zkserverd/zkserverd/internal/testutil"
 	"github.com/zkserverd/zkserverd/test/ports"
 )
 
@@ -55,9 +53,7 @@ func needZooKeeper(t *testing.T) {
 // zkServer is a standalone Apache ZooKeeper in a process group of its own.
 type zkServer struct {
 	addr, dataDir, log string
-	cmd                *exec.Cmd
-	done               chan struct{}
-	once               sync.Once
+	proc               *procgroup.Process
 }
 
 // startZooKeeper starts ZooKeeper on a loopback port with TTL nodes on,
@@ -68,7 +64,7 @@ func startZooKeeper(t *testing.T) *zkServer {
 	home := t.TempDir()
 	port := ports.ForMirror().Free(t)
 	s := &zkServer{addr: fmt.Sprintf("127.0.0.1:%d", port), dataDir: filepath.Join(home, "data"),
-		log: filepath.Join(home, "zookeeper.log"), done: make(chan struct{})}
+		log: filepath.Join(home, "zookeeper.log")}
 	cfg := strings.Join([]string{"tickTime=250", "minSessionTimeout=1000", "maxSessionTimeout=60000",
 		"dataDir=" + s.dataDir, fmt.Sprintf("clientPort=%d", port), "clientPortAddress=127.0.0.1",
 		"extendedTypesEnabled=true", "admin.enableServer=false", "4lw.commands.whitelist=ruok", ""}, "\n")
@@ -76,24 +72,13 @@ func startZooKeeper(t *testing.T) *zkServer {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.Create(s.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.cmd = exec.Command("java", "-Xmx256m", "-Dzookeeper.snapCount=40", "-Dzookeeper.preAllocSize=4",
+	argv := []string{"java", "-Xmx256m", "-Dzookeeper.snapCount=40", "-Dzookeeper.preAllocSize=4",
 		"-Dznode.container.checkIntervalMs=100", "-cp", zkClasspath,
-		"org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath)
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.cmd.Start(); err != nil {
-		logf.Close()
+		"org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath}
+	var err error
+	if s.proc, err = procgroup.Start(argv, procgroup.Options{Log: s.log}); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		s.cmd.Wait()
-		logf.Close()
-		close(s.done)
-	}()
 	t.Cleanup(func() {
 		s.kill()
 		if t.Failed() {
@@ -107,12 +92,7 @@ func startZooKeeper(t *testing.T) *zkServer {
 
 // kill ends ZooKeeper with SIGKILL (its log is synced before each reply)
 // and waits until it is gone.
-func (s *zkServer) kill() {
-	s.once.Do(func() {
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
-	})
-}
+func (s *zkServer) kill() { s.proc.Kill() }
 
 func (s *zkServer) waitReady(t *testing.T) {
 	t.Helper()
@@ -122,7 +102,7 @@ func (s *zkServer) waitReady(t *testing.T) {
 			return
 		}
 		select {
-		case <-s.done:
+		case <-s.proc.Done():
 			t.Fatal("ZooKeeper exited while starting")
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -303,7 +283,7 @@ func runWorkload(t *testing.T, addr string) []liveNode {
 	str(a.Create("/zookeeper/quota/bulk/zookeeper_limits", []byte("count=1000,bytes=-1"), 0, open))
 	bulk(t, a, open)
 	str(a.Create("/last", []byte("end"), 0, open))
-	return readAll(t, a)
+	return testutil.ReadTree(t, a)
 }
 
 // closedSession: a session that closes (closeSession with its ephemerals).
@@ -374,39 +354,6 @@ func bulk(t *testing.T, a *zk.Conn, open []zk.ACL) {
 			}
 		}
 	}
-}
-
-// readAll reads every znode reachable from "/".
-func readAll(t *testing.T, c *zk.Conn) []liveNode {
-	t.Helper()
-	var out []liveNode
-	var visit func(p string)
-	visit = func(p string) {
-		data, st, err := c.Get(p)
-		if err != nil {
-			t.Fatalf("get %s: %v", p, err)
-		}
-		acl, _, err := c.GetACL(p)
-		if err != nil {
-			t.Fatalf("getACL %s: %v", p, err)
-		}
-		n := liveNode{Path: p, ACL: acl, Stat: *st}
-		if data != nil {
-			s := base64.StdEncoding.EncodeToString(data)
-			n.Data = &s
-		}
-		out = append(out, n)
-		kids, _, err := c.Children(p)
-		if err != nil {
-			t.Fatalf("children %s: %v", p, err)
-		}
-		slices.Sort(kids)
-		for _, k := range kids {
-			visit(path.Join(p, k))
-		}
-	}
-	visit("/")
-	return out
 }
 
 // saveRecording replaces testdata/zk38 with dir's files and the live read.

@@ -23,16 +23,19 @@ var allowedImports = map[string][]string{
 	"cmd/zkserverd":     {"conf", "server", "server/ops", "internal/zkimport", "zab", "mirror", "replication", "datatree", "peernet"}, // replication, datatree: the takeover seeds a mirror's state (takeover_member.go); peernet: the mirror's quorum TLS and SASL (mirror_security.go)
 	"zab":               {"jute"},
 	"mirror":            {"jute", "acl", "datatree", "session", "internal/zkimport", "txnlog", "replication"}, // txnlog, replication: a Replica serves a server (replica.go)
-	"internal/zkproc":   {"internal/testutil"},
+	"internal/zkproc":   {"internal/testutil", "internal/procgroup"},                                          // procgroup: each member's JVM runs in a process group of its own
 	"internal/zkimport": {"jute", "datatree", "session", "replication"},
 	"server/servertest": {"server", "server/ops"},
-	"internal/testutil": {"conf"},
+	"internal/testutil": {"conf", "internal/fourletter"}, // fourletter: FourLetter forwards to the client the compat runner shares
 	"internal/bench":    {"jute"},
 	"cmd/zkbench":       {"internal/bench"},
 	"test/ports":        {},
 	"tlsconf":           {"conf"},
 	"sasl":              {},
 	"tlsconf/tlstest":   {},
+
+	"internal/procgroup":  {},
+	"internal/fourletter": {},
 }
 
 func TestDependencyDirection(t *testing.T) {

@@ -1,10 +1,11 @@
 // Package testutil holds the fixtures that tests of several packages share:
 // a standalone server configuration on loopback, a polling wait, a
-// four-letter-word client, a go-zookeeper session and a logger that writes
-// through the test's log. It imports nothing of the project but conf, so
-// the tests of package server itself can use it; server/servertest starts
-// servers on top of it and test/ports picks ports written into
-// configurations. Only tests import it.
+// four-letter-word client, a go-zookeeper session and a read of its whole
+// tree, and a logger that writes through the test's log. It imports
+// nothing of the project but conf and internal/fourletter, so the tests of
+// package server itself can use it; server/servertest starts servers on
+// top of it and test/ports picks ports written into configurations. Only
+// tests import it.
 package testutil
 
 import (
@@ -21,6 +22,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkserverd/zkserverd/conf"
+	"github.com/zkserverd/zkserverd/internal/fourletter"
 )
 
 // Config returns a standalone configuration on 127.0.0.1 with its data in
@@ -56,29 +58,8 @@ func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 }
 
 // FourLetter sends a four-letter word to addr and returns the whole reply,
-// read until the server closes the connection (at most 5 s).
-func FourLetter(addr, word string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		return "", err
-	}
-	if _, err := c.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := c.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return b.String(), nil
-		}
-	}
-}
+// read until the server closes the connection (fourletter.Ask: at most 5 s).
+func FourLetter(addr, word string) (string, error) { return fourletter.Ask(addr, word) }
 
 // Serve listens on a loopback port and hands every connection to handle,
 // each on its own goroutine, until the test ends; it returns the address.

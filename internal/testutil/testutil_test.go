@@ -25,20 +25,6 @@ func TestFourLetterLine(t *testing.T) {
 	}
 }
 
-// TestFourLetterReadsTheWholeReply: a reply longer than one read buffer
-// comes back whole.
-func TestFourLetterReadsTheWholeReply(t *testing.T) {
-	long := make([]byte, 10000)
-	for i := range long {
-		long[i] = byte('a' + i%26)
-	}
-	addr := FourLetterServer(t, string(long))
-	got, err := FourLetter(addr, "dump")
-	if err != nil || got != string(long) {
-		t.Fatalf("FourLetter = %d bytes, %v; want %d bytes", len(got), err, len(long))
-	}
-}
-
 // TestEventuallyReturnsOnceTheConditionHolds: the condition is polled
 // until it holds, then Eventually returns without failing.
 func TestEventuallyReturnsOnceTheConditionHolds(t *testing.T) {

@@ -2,7 +2,6 @@ package zkimport_test
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path"
@@ -74,39 +73,6 @@ func startServer(t *testing.T, dataDir string) string {
 	return servertest.Start(t, server.Options{Config: cfg}).Addr().String()
 }
 
-// walk returns every node reachable from "/" through the client.
-func walk(t *testing.T, c *zk.Conn) map[string]goldenNode {
-	t.Helper()
-	got := make(map[string]goldenNode)
-	var visit func(p string)
-	visit = func(p string) {
-		data, st, err := c.Get(p)
-		if err != nil {
-			t.Fatalf("get %s: %v", p, err)
-		}
-		acl, _, err := c.GetACL(p)
-		if err != nil {
-			t.Fatalf("getACL %s: %v", p, err)
-		}
-		n := goldenNode{Path: p, ACL: acl, Stat: *st}
-		if data != nil {
-			s := base64.StdEncoding.EncodeToString(data)
-			n.Data = &s
-		}
-		got[p] = n
-		kids, _, err := c.Children(p)
-		if err != nil {
-			t.Fatalf("children %s: %v", p, err)
-		}
-		slices.Sort(kids)
-		for _, k := range kids {
-			visit(path.Join(p, k))
-		}
-	}
-	visit("/")
-	return got
-}
-
 func TestImportZooKeeper38EndToEnd(t *testing.T) {
 	golden := loadGolden(t)
 	want, ephemerals := expectedAfterImport(golden)
@@ -144,7 +110,10 @@ func TestImportZooKeeper38EndToEnd(t *testing.T) {
 	if err := c.AddAuth("digest", []byte("alice:secret")); err != nil {
 		t.Fatal(err)
 	}
-	got := walk(t, c)
+	got := make(map[string]testutil.Znode)
+	for _, n := range testutil.ReadTree(t, c) {
+		got[n.Path] = n
+	}
 	for p, w := range want {
 		g, ok := got[p]
 		if !ok {

@@ -23,9 +23,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/zkserverd/zkserverd/internal/procgroup"
 	"github.com/zkserverd/zkserverd/internal/testutil"
 )
 
@@ -105,7 +105,7 @@ type Member struct {
 	ClientPort   int // 0 for an outside member (but a joining one, or with Spec.OutsideClientPorts)
 	Dir          string
 
-	proc *process
+	proc *procgroup.Process // its JVM, in a process group of its own
 }
 
 // Line is the member's server.N value: host:quorum:election:role, and
@@ -316,19 +316,22 @@ func (e *Ensemble) Start(id int64) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if m.proc != nil && !m.proc.exited() {
+	if m.proc != nil && !m.proc.Exited() {
 		return fmt.Errorf("zkproc: member %d is running", id)
 	}
 	argv := []string{"java", fmt.Sprintf("-Xmx%dm", e.spec.HeapMB), "-XX:+UseSerialGC", "-Xshare:auto"}
 	argv = append(argv, e.spec.JVMProps...)
 	argv = append(argv, "-cp", classPath, mainClass, filepath.Join(m.Dir, "zoo.cfg"))
-	p, err := spawn(argv, m.Dir, m.Log())
+	p, err := procgroup.Start(argv, procgroup.Options{Dir: m.Dir, Log: m.Log()})
 	if err != nil {
 		return fmt.Errorf("zkproc: start member %d: %w", id, err)
 	}
 	m.proc = p
 	return nil
 }
+
+// stopGrace is how long Stop waits after SIGTERM before it kills.
+const stopGrace = 5 * time.Second
 
 // Stop stops member id (SIGTERM, SIGKILL after five seconds).
 func (e *Ensemble) Stop(id int64) error { return e.end(id, false) }
@@ -348,9 +351,9 @@ func (e *Ensemble) end(id int64, kill bool) error {
 		return nil
 	}
 	if kill {
-		p.kill()
+		p.Kill()
 	} else {
-		p.stop()
+		p.Stop(stopGrace)
 	}
 	return nil
 }
@@ -363,7 +366,7 @@ func (e *Ensemble) Running(id int64) bool {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return m.proc != nil && !m.proc.exited()
+	return m.proc != nil && !m.proc.Exited()
 }
 
 // Close stops every launched member.
@@ -449,62 +452,5 @@ func (e *Ensemble) Leader(ctx context.Context) (int64, error) {
 			return 0, fmt.Errorf("zkproc: waiting for a leader: %w", ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
-	}
-}
-
-// process is one member's JVM, in a process group of its own.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func spawn(argv []string, dir, log string) (*process, error) {
-	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	p := &process{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
-	p.cmd.Dir = dir
-	p.cmd.Stdout, p.cmd.Stderr = f, f
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	go func() {
-		p.cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *process) kill() {
-	if !p.exited() {
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	}
-	<-p.done
-}
-
-func (p *process) stop() {
-	if p.exited() {
-		return
-	}
-	pg := p.cmd.Process.Pid
-	syscall.Kill(-pg, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		syscall.Kill(-pg, syscall.SIGKILL)
-		<-p.done
 	}
 }

@@ -12,12 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkserverd/zkserverd/internal/procgroup"
 	"github.com/zkserverd/zkserverd/internal/zkproc"
 	"github.com/zkserverd/zkserverd/test/ports"
 )
@@ -249,7 +249,7 @@ type mirror struct {
 	id             int64
 	status, client string
 	log, cfg       string
-	proc           *process
+	proc           *procgroup.Process
 	serve          bool // started with --client-addr
 }
 
@@ -267,12 +267,12 @@ func (w *world) startMirror(m *mirror, serve bool) {
 		argv = append(argv, "--log-level", level)
 	}
 	m.serve = serve
-	p, err := spawn(argv, m.log, nil)
+	p, err := procgroup.Start(argv, procgroup.Options{Log: m.log})
 	if err != nil {
 		w.t.Fatalf("start mirror %d: %v", m.id, err)
 	}
 	m.proc = p
-	w.t.Cleanup(func() { p.stop(10 * time.Second) })
+	w.t.Cleanup(func() { p.Stop(10 * time.Second) })
 }
 
 // startMirrors starts every mirror and waits until each is ready.
@@ -294,7 +294,7 @@ func (w *world) waitReady(m *mirror, within time.Duration) {
 		if ready(m.status) {
 			return
 		}
-		if m.proc.exited() {
+		if m.proc.Exited() {
 			w.t.Fatalf("mirror %d exited before it was ready; log %s:\n%s", m.id, m.log, tailFile(m.log, 40))
 		}
 		if time.Now().After(deadline) {
@@ -333,7 +333,7 @@ func status(addr string) map[string]any {
 type client struct {
 	name  string
 	out   string // its stdout: the events
-	proc  *process
+	proc  *procgroup.Process
 	stdin io.WriteCloser
 }
 
@@ -354,12 +354,12 @@ func (w *world) startClients(connect string) []*client {
 	var cs []*client
 	for _, name := range writers {
 		c := &client{name: name, out: filepath.Join(w.dir, name+".jsonl")}
-		p, err := spawn(argvs[name], c.out, &c.stdin)
+		p, err := procgroup.Start(argvs[name], procgroup.Options{Log: c.out, Stdin: true})
 		if err != nil {
 			w.t.Fatalf("start %s: %v", name, err)
 		}
-		c.proc = p
-		w.t.Cleanup(func() { p.stop(5 * time.Second) })
+		c.proc, c.stdin = p, p.Stdin()
+		w.t.Cleanup(func() { p.Stop(5 * time.Second) })
 		cs = append(cs, c)
 	}
 	for _, c := range cs {
@@ -379,8 +379,8 @@ func (w *world) waitEvent(c *client, ev string, within time.Duration) {
 				return
 			}
 		}
-		if c.proc.exited() || time.Now().After(deadline) {
-			w.t.Fatalf("%s printed no %q event (exited=%v); its output:\n%s", c.name, ev, c.proc.exited(), tailFile(c.out, 30))
+		if c.proc.Exited() || time.Now().After(deadline) {
+			w.t.Fatalf("%s printed no %q event (exited=%v); its output:\n%s", c.name, ev, c.proc.Exited(), tailFile(c.out, 30))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -397,12 +397,12 @@ func (w *world) stopClients(cs []*client) map[string][]Event {
 	logs := map[string][]Event{}
 	for _, c := range cs {
 		select {
-		case <-c.proc.done:
+		case <-c.proc.Done():
 		case <-time.After(30 * time.Second):
 			w.t.Errorf("%s did not exit within 30 s of its stdin closing", c.name)
-			c.proc.stop(time.Second)
+			c.proc.Stop(time.Second)
 		}
-		if err := c.proc.err(); err != nil {
+		if err := c.proc.Wait(); err != nil {
 			w.t.Errorf("%s exited: %v; its output:\n%s", c.name, err, tailFile(c.out, 30))
 		}
 		evs, other := readEvents(c.out)
@@ -528,76 +528,6 @@ func readTree(t *testing.T, conn *zk.Conn) map[string]string {
 		wg.Wait()
 	}
 	return tree
-}
-
-// process is a child process in its own process group, its output in a
-// file.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	werr error // set before done closes
-}
-
-// spawn starts argv with stdout and stderr appended to out; with stdin
-// non-nil it gets a pipe to the process's stdin.
-func spawn(argv []string, out string, stdin *io.WriteCloser) (*process, error) {
-	f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	p := &process{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = f, f
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if stdin != nil {
-		if *stdin, err = p.cmd.StdinPipe(); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	if err := p.cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", argv[0], err)
-	}
-	go func() {
-		p.werr = p.cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *process) err() error {
-	<-p.done
-	return p.werr
-}
-
-// stop sends SIGTERM to the process group, SIGKILL after grace.
-func (p *process) stop(grace time.Duration) {
-	if p.exited() {
-		return
-	}
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		p.kill()
-	}
-}
-
-func (p *process) kill() {
-	if !p.exited() {
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	}
-	<-p.done
 }
 
 func tailFile(path string, n int) string {

@@ -460,7 +460,7 @@ func restartMirror(w *world) {
 	t := w.t
 	t.Helper()
 	m := w.mirrors[1]
-	m.proc.kill()
+	m.proc.Kill()
 	began := time.Now()
 	w.startMirror(m, m.serve)
 	w.waitReady(m, 2*time.Minute)

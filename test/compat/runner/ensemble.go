@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zkserverd/zkserverd/internal/fourletter"
+	"github.com/zkserverd/zkserverd/internal/procgroup"
 	"github.com/zkserverd/zkserverd/test/ports"
 )
 
@@ -36,7 +38,7 @@ type member struct {
 	clientPort, quorumPort, electionPort int
 	home                                 string
 	argv                                 []string
-	proc                                 *process
+	proc                                 *procgroup.Process
 	stopped                              bool // sent SIGSTOP and not SIGCONT since
 }
 
@@ -111,7 +113,7 @@ func startEnsemble(ctx context.Context, kind, dir, zkserverdBin string, readOnly
 	}
 	for _, m := range e.members {
 		var err error
-		if m.proc, err = spawn(m.argv, nil, m.home, filepath.Join(m.home, "server.log")); err != nil {
+		if m.proc, err = procgroup.Start(m.argv, procgroup.Options{Dir: m.home, Log: filepath.Join(m.home, "server.log")}); err != nil {
 			e.stop()
 			return nil, fmt.Errorf("start %s member %d: %w", kind, m.id, err)
 		}
@@ -156,7 +158,7 @@ var modeLine = regexp.MustCompile(`(?m)^Mode: (\S+)`)
 // mode returns the Mode line of m's srvr answer ("" when it has none,
 // e.g. while it has no quorum).
 func (m *member) mode() string {
-	out, err := fourLetter(m.addr(), "srvr")
+	out, err := fourletter.Ask(m.addr(), "srvr")
 	if err != nil {
 		return ""
 	}
@@ -168,7 +170,7 @@ func (m *member) mode() string {
 
 // running reports whether m's process is alive and not stopped.
 func (m *member) running() bool {
-	return m.proc != nil && !m.proc.exited() && !m.stopped
+	return m.proc != nil && !m.proc.Exited() && !m.stopped
 }
 
 // leader returns the id of the member whose srvr says leader, or 0.
@@ -205,8 +207,8 @@ func (e *ensemble) waitServing(ctx context.Context, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for !e.serving() {
 		for _, m := range e.members {
-			if m.proc != nil && m.proc.exited() && !m.stopped {
-				return fmt.Errorf("member %d exited (log: %s)", m.id, m.proc.log)
+			if m.proc != nil && m.proc.Exited() && !m.stopped {
+				return fmt.Errorf("member %d exited (log: %s)", m.id, m.proc.Log())
 			}
 		}
 		if time.Now().After(deadline) {
@@ -224,8 +226,8 @@ func (e *ensemble) waitServing(ctx context.Context, limit time.Duration) error {
 // stop ends every member, stopped ones included.
 func (e *ensemble) stop() {
 	for _, m := range e.members {
-		if m.proc != nil && !m.proc.exited() {
-			m.proc.stop()
+		if m.proc != nil && !m.proc.Exited() {
+			m.proc.Stop(stopGrace)
 		}
 	}
 }
@@ -274,15 +276,15 @@ func (e *ensemble) act(ctx context.Context, verb, id string) error {
 	m := e.members[n-1]
 	switch verb {
 	case "kill":
-		m.proc.kill()
+		m.proc.Kill()
 		m.stopped = false
 		return nil
 	case "stop":
 		m.stopped = true
-		return m.proc.signal(syscall.SIGSTOP)
+		return m.proc.Signal(syscall.SIGSTOP)
 	case "cont":
 		m.stopped = false
-		return m.proc.signal(syscall.SIGCONT)
+		return m.proc.Signal(syscall.SIGCONT)
 	case "restart":
 		return e.restart(ctx, m)
 	}
@@ -291,11 +293,11 @@ func (e *ensemble) act(ctx context.Context, verb, id string) error {
 
 // restart starts member m again on its configuration and data directory.
 func (e *ensemble) restart(ctx context.Context, m *member) error {
-	if !m.proc.exited() {
-		m.proc.kill()
+	if !m.proc.Exited() {
+		m.proc.Kill()
 	}
 	m.stopped = false
-	p, err := spawn(m.argv, nil, m.home, filepath.Join(m.home, "server.log"))
+	p, err := procgroup.Start(m.argv, procgroup.Options{Dir: m.home, Log: filepath.Join(m.home, "server.log")})
 	if err != nil {
 		return fmt.Errorf("restart member %d: %w", m.id, err)
 	}

@@ -171,7 +171,7 @@ func (r *runner) main(ctx context.Context) (int, error) {
 	}
 	defer func() {
 		for _, s := range servers {
-			s.proc.stop()
+			s.proc.Stop(stopGrace)
 		}
 	}()
 	for _, f := range []flavour{plainServer, securedServer, noSASLServer} {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkserverd/zkserverd/internal/fourletter"
+	"github.com/zkserverd/zkserverd/internal/procgroup"
 	"github.com/zkserverd/zkserverd/internal/zkproc"
 )
 
@@ -66,7 +68,7 @@ func (r *runner) startMirrorPair(ctx context.Context, started map[string]*server
 	started[serverKey(kindObserver, plainServer)] = &server{kind: kindObserver, addr: obs}
 	started[serverKey(kindMirror, plainServer)] = m
 	r.logf("ZooKeeper observer serving on %s, zkserverd mirror on %s", obs, m.addr)
-	return func() { m.proc.stop(); e.Close(); zk.Close() }, nil
+	return func() { m.proc.Stop(stopGrace); e.Close(); zk.Close() }, nil
 }
 
 // launchForMirrorMode launches three ZooKeeper voters configured as the
@@ -115,15 +117,15 @@ func (r *runner) startMirror(ctx context.Context, home string, e *zkproc.Ensembl
 		"--status-addr", "", "--client-addr", s.addr}
 	env := []string{"SERVER_JVMFLAGS=" + strings.Join(mirrorModeJVMProps(jaasProp), " ")}
 	var err error
-	if s.proc, err = spawn(argv, env, home, filepath.Join(home, "mirror.log")); err != nil {
+	if s.proc, err = procgroup.Start(argv, procgroup.Options{Dir: home, Env: env, Log: filepath.Join(home, "mirror.log")}); err != nil {
 		return nil, fmt.Errorf("start the mirror: %w", err)
 	}
-	if err := s.proc.waitFor(ctx, 60*time.Second, "serve clients", func() bool {
-		out, err := fourLetter(s.addr, "srvr")
+	if err := waitFor(ctx, s.proc, 60*time.Second, "serve clients", func() bool {
+		out, err := fourletter.Ask(s.addr, "srvr")
 		return err == nil && strings.Contains(out, "Mode: observer")
 	}); err != nil {
-		s.proc.stop()
-		return nil, fmt.Errorf("start the mirror: %w (log: %s)", err, s.proc.log)
+		s.proc.Stop(stopGrace)
+		return nil, fmt.Errorf("start the mirror: %w (log: %s)", err, s.proc.Log())
 	}
 	return s, nil
 }

@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/zkserverd/zkserverd/internal/fourletter"
+	"github.com/zkserverd/zkserverd/internal/procgroup"
 	"github.com/zkserverd/zkserverd/test/ports"
 )
 
@@ -39,7 +38,7 @@ type server struct {
 	kind       string
 	addr       string // the plaintext client port
 	secureAddr string // the TLS-only port of a secured server, else ""
-	proc       *process
+	proc       *procgroup.Process
 }
 
 // zooCfg is the configuration both servers get: standalone, tickTime 2000,
@@ -123,15 +122,15 @@ func startServer(ctx context.Context, kind, dir, zkserverdBin string, f flavour,
 	if err != nil {
 		return nil, err
 	}
-	if s.proc, err = spawn(argv, serverEnv(kind, props), home, filepath.Join(home, "server.log")); err != nil {
+	if s.proc, err = procgroup.Start(argv, procgroup.Options{Dir: home, Env: serverEnv(kind, props), Log: filepath.Join(home, "server.log")}); err != nil {
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
-	if err := s.proc.waitFor(ctx, 60*time.Second, "answer ruok", func() bool {
-		out, err := fourLetter(s.addr, "ruok")
+	if err := waitFor(ctx, s.proc, 60*time.Second, "answer ruok", func() bool {
+		out, err := fourletter.Ask(s.addr, "ruok")
 		return err == nil && out == "imok" && (s.secureAddr == "" || listening(s.secureAddr))
 	}); err != nil {
-		s.proc.stop()
-		return nil, fmt.Errorf("start %s: %w (log: %s)", kind, err, s.proc.log)
+		s.proc.Stop(stopGrace)
+		return nil, fmt.Errorf("start %s: %w (log: %s)", kind, err, s.proc.Log())
 	}
 	return s, nil
 }
@@ -180,76 +179,16 @@ func serverArgv(kind, zkserverdBin, cfg string, member bool, jvmProps ...string)
 	}
 }
 
-// process is one server process, in a process group of its own so that
-// signals reach every thread and child.
-type process struct {
-	log  string // path of its combined stdout/stderr
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-}
-
-// spawn starts argv in dir, with env added to the runner's environment,
-// its output appended to log.
-func spawn(argv, env []string, dir, log string) (*process, error) {
-	logf, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	p := &process{log: log, done: make(chan struct{})}
-	p.cmd = exec.Command(argv[0], argv[1:]...)
-	p.cmd.Dir = dir
-	if len(env) > 0 {
-		p.cmd.Env = append(os.Environ(), env...)
-	}
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	go func() {
-		p.cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// exited reports whether the process has ended.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// signal sends sig to the process group.
-func (p *process) signal(sig syscall.Signal) error {
-	if p.exited() {
-		return errors.New("not running")
-	}
-	return syscall.Kill(-p.cmd.Process.Pid, sig)
-}
-
-// kill sends SIGKILL to the process group and waits until the process is
-// gone.
-func (p *process) kill() {
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-}
-
-// waitFor polls cond every 100 ms until it holds; it fails when the
-// process exits, ctx ends or limit passes. what names the condition.
-func (p *process) waitFor(ctx context.Context, limit time.Duration, what string, cond func() bool) error {
+// waitFor polls cond every 100 ms until it holds; it fails when p
+// exits, ctx ends or limit passes. what names the condition.
+func waitFor(ctx context.Context, p *procgroup.Process, limit time.Duration, what string, cond func() bool) error {
 	deadline := time.Now().Add(limit)
 	for {
 		if cond() {
 			return nil
 		}
 		select {
-		case <-p.done:
+		case <-p.Done():
 			return fmt.Errorf("exited before it would %s", what)
 		case <-ctx.Done():
 			return ctx.Err()
@@ -261,40 +200,6 @@ func (p *process) waitFor(ctx context.Context, limit time.Duration, what string,
 	}
 }
 
-// stop terminates the process group: SIGTERM (and SIGCONT, in case it
-// was stopped), then SIGKILL after five seconds.
-func (p *process) stop() {
-	pgid := p.cmd.Process.Pid
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	syscall.Kill(-pgid, syscall.SIGCONT)
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		syscall.Kill(-pgid, syscall.SIGKILL)
-		<-p.done
-	}
-}
-
-// fourLetter sends a four-letter word and returns the whole reply.
-func fourLetter(addr, word string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(3 * time.Second)); err != nil {
-		return "", err
-	}
-	if _, err := c.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := c.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return b.String(), nil
-		}
-	}
-}
+// stopGrace is how long a server process gets to exit after SIGTERM
+// before it is killed.
+const stopGrace = 5 * time.Second
