@@ -475,3 +475,28 @@ func TestClusterQuorumHealth(t *testing.T) {
 		return c.nodes[newLead].QuorumHealth(silence) != nil
 	})
 }
+
+// TestReadyAfterRestartFromSnapshotsHoldingTheLog: every member takes a
+// snapshot after the last write (its log still holds that write, below
+// the trailing-logs count) and the ensemble restarts with no client
+// writing: each member is ready at once. The snapshot's entries are not
+// applied again, so a member that counted only applied entries waited for
+// them until a new write came.
+func TestReadyAfterRestartFromSnapshotsHoldingTheLog(t *testing.T) {
+	c := newTestCluster(t, 3)
+	lead := c.leader()
+	writeSome(t, c.nodes[lead], "s", 3)
+	c.converged()
+	for i, n := range c.nodes {
+		if err := n.Snapshot(); err != nil {
+			t.Fatalf("snapshot of member %d: %v", i+1, err)
+		}
+	}
+	for i := range c.nodes {
+		c.nodes[i].Close()
+	}
+	for i := range c.nodes {
+		c.start(i)
+	}
+	c.waitReady()
+}

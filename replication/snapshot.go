@@ -93,6 +93,12 @@ func (f *fsm) install(st *txnlog.SnapshotState) {
 	f.sessions.Store(st.Sessions)
 	f.lastZxid.Store(st.LastZxid)
 	f.last = st.AppliedIndex
+	// The state holds every entry up to the snapshot's applied index, and
+	// raft delivers none of them again: WaitApplied must not wait for
+	// them. The term of that entry is not recorded; a commit push naming
+	// term 0 is ignored by the follower, and the next entry applied names
+	// its own.
+	f.applied.set(st.AppliedIndex, 0)
 	if f.observer != nil {
 		f.observer.Restored()
 	}
