@@ -445,7 +445,7 @@ func TestClusterQuorumHealth(t *testing.T) {
 	}
 	lead := c.leader()
 	f := (lead + 1) % 3
-	if err := c.nodes[f].Sync(context.Background()); err != nil { // opens the forwarding connection
+	if err := syncWithin(c.nodes[f], 10*time.Second); err != nil { // opens the forwarding connection
 		t.Fatal(err)
 	}
 	select {
@@ -467,7 +467,7 @@ func TestClusterQuorumHealth(t *testing.T) {
 	t.Logf("follower noticed the leader's end after %v", time.Since(start))
 	newLead := c.leader()
 	testutil.Eventually(t, 10*time.Second, "the follower back in a quorum", func() bool {
-		return c.nodes[f].Sync(context.Background()) == nil && c.nodes[f].QuorumHealth(silence) == nil
+		return syncWithin(c.nodes[f], 2*time.Second) == nil && c.nodes[f].QuorumHealth(silence) == nil
 	})
 	c.nodes[3-lead-newLead].Close()
 	c.nodes[3-lead-newLead] = nil
@@ -499,4 +499,11 @@ func TestReadyAfterRestartFromSnapshotsHoldingTheLog(t *testing.T) {
 		c.start(i)
 	}
 	c.waitReady()
+}
+
+// syncWithin syncs n with its leader, giving up after d.
+func syncWithin(n *Node, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return n.Sync(ctx)
 }

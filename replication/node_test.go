@@ -281,7 +281,9 @@ func TestForwardedBatchIsOneLogEntry(t *testing.T) {
 	if grew := n.raft.LastIndex() - before; grew != 1 {
 		t.Fatalf("the leader's log grew by %d entries for one forwarded batch, want 1", grew)
 	}
-	if err := n.WaitApplied(context.Background(), n.raft.LastIndex()); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.WaitApplied(ctx, n.raft.LastIndex()); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
