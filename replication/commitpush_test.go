@@ -36,9 +36,26 @@ func TestLeaderPushesCommitsToFollowers(t *testing.T) {
 	if b, cmd := lastOfType(t, ln, raft.LogBarrier), lastOfType(t, ln, raft.LogCommand); b > cmd {
 		t.Fatalf("the leader appended a barrier (%d) after its last write (%d) although every follower takes pushes", b, cmd)
 	}
+	// A push that failed on a loaded machine is asked again only after
+	// commitPushRetry: write on for a while before calling it missing.
+	hinted := func() bool {
+		for m, n := range c.nodes {
+			if m != lead && n.hints.given.Load() == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(3 * commitPushRetry)
+	for i := 0; !hinted() && time.Now().Before(deadline); i++ {
+		if o := await(t, ln.Submit(createTxn(fmt.Sprintf("/more%d", i)))); o.Err != nil {
+			t.Fatalf("write: %+v", o)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for m, n := range c.nodes {
 		if m != lead && n.hints.given.Load() == 0 {
-			t.Fatalf("member %d applied 20 writes of the leader without one pushed commit hint", m+1)
+			t.Fatalf("member %d applied the leader's writes for %v without one pushed commit hint", m+1, 3*commitPushRetry)
 		}
 	}
 }
