@@ -23,6 +23,12 @@ func (r *Replica) NewRequestID() uint64 {
 // (see send) and returns the channel its outcome arrives on. While the
 // Replica is frozen the transaction waits for Unfreeze.
 func (r *Replica) Submit(t *txnlog.Txn) <-chan replication.Outcome {
+	if t.Owner == 0 {
+		// As replication.Node stamps it: the server's Applying runs the
+		// reads its connection queued before an early write only for
+		// transactions that name this server as their owner.
+		t.Owner = r.myID
+	}
 	w := &waiter{txn: t, ch: make(chan replication.Outcome, 1)}
 	r.sendMu.Lock()
 	defer r.sendMu.Unlock()

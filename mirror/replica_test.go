@@ -159,7 +159,9 @@ func TestReplicaForwardsWritesAndAnswersFromTheirTxns(t *testing.T) {
 	}
 
 	ids := []jute.ID{{Scheme: "ip", ID: "127.0.0.1"}}
-	create := &txnlog.Txn{RequestID: r.NewRequestID(), Owner: 4, Tree: datatree.Txn{Type: jute.OpCreate, SessionID: sid, IDs: ids,
+	// The server leaves Owner unset; Submit names this server, as
+	// replication.Node does.
+	create := &txnlog.Txn{RequestID: r.NewRequestID(), Tree: datatree.Txn{Type: jute.OpCreate, SessionID: sid, IDs: ids,
 		Request: &jute.CreateRequest{Path: "/a", Data: []byte("x"), ACL: jute.OpenACLUnsafe}}}
 	if create.RequestID>>56 != 4 {
 		t.Errorf("request id %#x does not carry the server id", create.RequestID)
@@ -187,6 +189,9 @@ func TestReplicaForwardsWritesAndAnswersFromTheirTxns(t *testing.T) {
 	n := len(hooks.applied)
 	if n != 4 || hooks.applied[2] != create || hooks.applying[2] != create {
 		t.Fatalf("hook saw %d applied, third %p, want the submitted txn %p", n, hooks.applied[2], create)
+	}
+	if create.Owner != 4 {
+		t.Errorf("the hook saw this server's write with owner %d, want 4 (the server runs the reads queued before it only then)", create.Owner)
 	}
 	if other := hooks.applied[1]; other.Owner == 4 || other.Tree.Type != jute.OpCreate || other.Tree.SessionID != 0x0100000000000009 {
 		t.Errorf("another member's txn reached the hook as %+v", other)

@@ -115,6 +115,7 @@ func TestMirrorServesClients(t *testing.T) {
 	}
 	t.Run("operations", func(t *testing.T) { checkOperations(t, mc, vc) })
 	t.Run("watches", func(t *testing.T) { checkWatches(t, mc, vc) })
+	t.Run("pipelined order", func(t *testing.T) { checkPipelinedOrder(t, sm, mc) })
 	t.Run("sessions", func(t *testing.T) { checkSessionMoves(t, sm) })
 	t.Run("idle session lives", func(t *testing.T) { checkTouches(t, sm, vc) })
 	t.Run("abandoned session expires", func(t *testing.T) { checkAbandoned(t, sm, mc) })
@@ -376,6 +377,54 @@ func rawCreate(t *testing.T, nc net.Conn, br *bufio.Reader, path string) jute.Co
 	var rh jute.ReplyHeader
 	rh.Decode(jute.NewDecoder(frame))
 	return rh.Err
+}
+
+// checkPipelinedOrder sends reads and writes of one node back to back
+// without waiting for replies, as a client with several threads does: a
+// read sees every write the session sent before it and none it sent
+// after (the write may reach ZooKeeper's leader before the read runs: the
+// read then runs right before the write is applied), and the replies'
+// zxids never go back.
+func checkPipelinedOrder(t *testing.T, sm *servingMirror, mc *zk.Conn) {
+	const path, rounds = "/pipelined", 200
+	if _, err := mc.Create(path, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, nc, br := rawConnect(t, sm.addr, 0)
+	var burst []byte
+	for i := range rounds {
+		burst = jute.AppendFrame(burst, &jute.RequestHeader{Xid: int32(2*i + 1), Type: jute.OpGetData},
+			&jute.PathWatchRequest{Path: path})
+		burst = jute.AppendFrame(burst, &jute.RequestHeader{Xid: int32(2*i + 2), Type: jute.OpSetData},
+			&jute.SetDataRequest{Path: path, Data: []byte(strconv.Itoa(i + 1)), Version: -1})
+	}
+	if _, err := nc.Write(burst); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for i := range 2 * rounds {
+		frame, err := jute.ReadFrame(br, 1<<20, nil)
+		if err != nil {
+			t.Fatalf("reply %d: %v", i+1, err)
+		}
+		d := jute.NewDecoder(frame)
+		var h jute.ReplyHeader
+		h.Decode(d)
+		if h.Xid != int32(i+1) || h.Err != jute.OK {
+			t.Fatalf("reply %d: xid %d, %v", i+1, h.Xid, h.Err)
+		}
+		if h.Zxid < last {
+			t.Fatalf("reply %d: zxid %#x after %#x", i+1, h.Zxid, last)
+		}
+		last = h.Zxid
+		if i%2 == 0 {
+			var r jute.GetDataResponse
+			r.Decode(d)
+			if want := strconv.Itoa(i / 2); string(r.Data) != want {
+				t.Fatalf("read %d of the burst returned %q, want %q: the writes sent before it and none after", i/2+1, r.Data, want)
+			}
+		}
+	}
 }
 
 // checkSessionMoves moves sessions between the mirror and a voter, and
