@@ -28,7 +28,7 @@ func TestClientListenerKeepAlive(t *testing.T) {
 // and reports whether SO_KEEPALIVE is set on the server's side of it.
 func acceptedKeepAlive(t *testing.T, s *Server) bool {
 	t.Helper()
-	ln, err := s.clientListenConfig().Listen(context.Background(), "tcp", "127.0.0.1:0")
+	ln, err := ClientListenConfig(s.cfg).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,13 @@ type Options struct {
 	// data directory and opens no replication of its own (a mirror of a
 	// ZooKeeper ensemble serves this way; see ReplicaSetup).
 	Replica func(ReplicaSetup) (Replica, error)
+	// ClientListener, if set, is the client port's plaintext listener,
+	// already open: the server accepts from it instead of listening on
+	// clientPort itself, and closes it on Close (a mirror lends its
+	// client port to the zkserverd member it becomes at a takeover, so
+	// that clients who connect meanwhile wait instead of being refused).
+	// Make it with ClientListenConfig. Ignored without a client port.
+	ClientListener net.Listener
 }
 
 // ReplicaSetup is what the server hands a Replica it does not build
@@ -109,6 +116,7 @@ type Server struct {
 	clientTLS *tlsconf.Reloader
 	secureLn  net.Listener
 
+	lentLn net.Listener // Options.ClientListener
 	ln     net.Listener
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -164,6 +172,7 @@ func New(opts Options, seams ...Option) (*Server, error) {
 		watches:   watch.NewRegistry(),
 		stats:     newServerStats(),
 		operator:  opts.Operator,
+		lentLn:    opts.ClientListener,
 		serverID:  max(cfg.MyID, 1),
 		conns:     make(map[*conn]struct{}),
 		bySession: make(map[int64]*conn),
@@ -332,12 +341,13 @@ func (s *Server) onTouch(ids []int64) {
 // Addr returns the client listener's address (after Start).
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// clientListenConfig is the client port's listener: no TCP keep-alive
-// unless clientTcpKeepAlive=true, as in ZooKeeper, which then leaves the
-// timings to the operating system (Go would set 15 s probes, four socket
-// options on every accepted connection).
-func (s *Server) clientListenConfig() *net.ListenConfig {
-	if !s.cfg.ClientTCPKeepAlive {
+// ClientListenConfig is the client port's listener of a server with
+// configuration cfg: no TCP keep-alive unless clientTcpKeepAlive=true, as
+// in ZooKeeper, which then leaves the timings to the operating system (Go
+// would set 15 s probes, four socket options on every accepted
+// connection).
+func ClientListenConfig(cfg conf.Config) *net.ListenConfig {
+	if !cfg.ClientTCPKeepAlive {
 		return &net.ListenConfig{KeepAlive: -1}
 	}
 	return &net.ListenConfig{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: -1, Interval: -1, Count: -1}}
@@ -451,6 +461,9 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	if s.ln != nil {
 		s.ln.Close()
+	}
+	if s.lentLn != nil {
+		s.lentLn.Close() // when Start did not get to it; closing twice is harmless
 	}
 	for _, c := range s.connections() {
 		c.abort("server shutting down")

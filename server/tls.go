@@ -69,9 +69,12 @@ func (s *Server) listenClients(ctx context.Context) (net.Listener, error) {
 		}
 	}
 	if !s.cfg.NoClientPort {
-		ln, err := s.clientListenConfig().Listen(ctx, "tcp", s.cfg.ClientAddr())
-		if err != nil {
-			return nil, fmt.Errorf("server: listen on %s: %w", s.cfg.ClientAddr(), err)
+		ln := s.lentLn
+		if ln == nil {
+			var err error
+			if ln, err = ClientListenConfig(s.cfg).Listen(ctx, "tcp", s.cfg.ClientAddr()); err != nil {
+				return nil, fmt.Errorf("server: listen on %s: %w", s.cfg.ClientAddr(), err)
+			}
 		}
 		if s.cfg.SSL.PortUnification {
 			ln = &tlsListener{Listener: ln, cfg: s.clientTLS.ServerConfig(), unified: true}
@@ -79,7 +82,7 @@ func (s *Server) listenClients(ctx context.Context) (net.Listener, error) {
 		lns = append(lns, ln)
 	}
 	if s.cfg.SecureClientPort != 0 {
-		ln, err := s.clientListenConfig().Listen(ctx, "tcp", s.cfg.SecureClientAddr())
+		ln, err := ClientListenConfig(s.cfg).Listen(ctx, "tcp", s.cfg.SecureClientAddr())
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("server: listen on %s: %w", s.cfg.SecureClientAddr(), err)

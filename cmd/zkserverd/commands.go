@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -212,7 +213,7 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 		}
 		defer stopProfiles()
 	}
-	srv, err := startServer(ctx, cfg, logger)
+	srv, err := startServer(ctx, cfg, logger, nil)
 	if err != nil {
 		return err
 	}
@@ -238,8 +239,9 @@ func run(cmd *cobra.Command, f runFlags, stderr io.Writer) error {
 // again, unless the server is an ensemble member that got as far as
 // running raft: it may have voted or acknowledged entries by then, and
 // forgetting a vote or an acknowledged entry could break the ensemble's
-// guarantees, so that directory is kept and the log says so.
-func startServer(ctx context.Context, cfg conf.Config, logger *slog.Logger) (*server.Server, error) {
+// guarantees, so that directory is kept and the log says so. clientLn, if
+// not nil, is the client port, already open (server.Options.ClientListener).
+func startServer(ctx context.Context, cfg conf.Config, logger *slog.Logger, clientLn net.Listener) (*server.Server, error) {
 	created, err := newDirs(cfg.DataDir, cfg.EffectiveDataLogDir())
 	if err != nil {
 		return nil, err
@@ -254,7 +256,7 @@ func startServer(ctx context.Context, cfg conf.Config, logger *slog.Logger) (*se
 		}
 		logger.Info("removed the data directories this failed start created", "dirs", created)
 	}
-	srv, err := server.New(server.Options{Config: cfg, Logger: logger, Operator: ops.New(ops.Options{})})
+	srv, err := server.New(server.Options{Config: cfg, Logger: logger, Operator: ops.New(ops.Options{}), ClientListener: clientLn})
 	if err != nil {
 		cleanup()
 		return nil, err

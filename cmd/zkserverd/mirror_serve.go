@@ -30,9 +30,10 @@ var (
 // observer that follows the ensemble, the replica over its state, and the
 // server in front of them.
 type mirrorServer struct {
-	replica *mirror.Replica
-	obs     *zab.Observer
-	srv     *server.Server
+	replica  *mirror.Replica
+	obs      *zab.Observer
+	srv      *server.Server
+	clientLn *handoffListener // the client port, lent to srv (handoff.go)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -49,10 +50,15 @@ func startMirrorServer(ctx context.Context, f mirrorFlags, view zab.View, logger
 	if err != nil {
 		return nil, err
 	}
-	m := &mirrorServer{}
-	srv, err := server.New(server.Options{Config: cfg, Logger: logger.With("component", "server"),
-		Operator: ops.New(ops.Options{}), Replica: m.newReplica(logger)})
+	ln, err := server.ClientListenConfig(cfg).Listen(ctx, "tcp", cfg.ClientAddr())
 	if err != nil {
+		return nil, fmt.Errorf("mirror: --client-addr: %w", err)
+	}
+	m := &mirrorServer{clientLn: newHandoffListener(ln, logger.With("component", "server"))}
+	srv, err := server.New(server.Options{Config: cfg, Logger: logger.With("component", "server"),
+		Operator: ops.New(ops.Options{}), Replica: m.newReplica(logger), ClientListener: m.clientLn.lend()})
+	if err != nil {
+		m.clientLn.Close()
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
 	m.srv = srv
@@ -63,6 +69,7 @@ func startMirrorServer(ctx context.Context, f mirrorFlags, view zab.View, logger
 	obs, err := zab.Start(zcfg)
 	if err != nil {
 		srv.Close()
+		m.clientLn.Close()
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
 	m.obs = obs
@@ -145,24 +152,46 @@ func servedMembership(servers []conf.Server, myid int64, host string, port int) 
 
 // Freeze holds new client writes (they wait), lets those in flight
 // finish, syncs with the ZooKeeper leader and returns the last zxid
-// (mirror.Replica.Freeze). On failure the mirror is unfrozen again.
-func (m *mirrorServer) Freeze(ctx context.Context) (int64, error) { return m.replica.Freeze(ctx) }
+// (mirror.Replica.Freeze). New clients wait too, accepted by the client
+// port but not yet served: a frozen mirror would only fail their
+// sessions when the voters stop, and the member it becomes at the switch
+// takes them. On failure the mirror is unfrozen again.
+func (m *mirrorServer) Freeze(ctx context.Context) (int64, error) {
+	m.clientLn.hold(true)
+	zxid, err := m.replica.Freeze(ctx)
+	if err != nil {
+		m.clientLn.hold(false)
+	}
+	return zxid, err
+}
 
-// Unfreeze sends the held writes and lets new ones go.
-func (m *mirrorServer) Unfreeze() { m.replica.Unfreeze() }
+// Unfreeze sends the held writes and lets new ones go, and new clients
+// in (after the switch, when the mirror serves no more, they wait for
+// the member).
+func (m *mirrorServer) Unfreeze() {
+	m.replica.Unfreeze()
+	m.clientLn.hold(false)
+}
 
-// StopServing closes the client listener and every client connection
-// and stops the replica (the sessions stay in the mirror's state, which
-// the zab observer keeps following until Close). Later calls return the
-// first one's result.
+// StopServing closes every client connection and stops the replica (the
+// sessions stay in the mirror's state, which the zab observer keeps
+// following until Close); the client port stays open for ClientPort's
+// taker. Later calls return the first one's result.
 func (m *mirrorServer) StopServing() error {
 	m.stopOnce.Do(func() { m.stopErr = m.srv.Close() })
 	return m.stopErr
 }
 
-// Close stops serving and stops following the ensemble.
+// ClientPort returns the client port: the zkserverd member the mirror
+// becomes at a takeover serves on it, if its configuration names the
+// same address.
+func (m *mirrorServer) ClientPort() *handoffListener { return m.clientLn }
+
+// Close stops serving, closes the client port and stops following the
+// ensemble.
 func (m *mirrorServer) Close() error {
 	err := m.StopServing()
+	m.clientLn.Close()
 	m.obs.Close()
 	return err
 }

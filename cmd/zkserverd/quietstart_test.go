@@ -89,7 +89,7 @@ func TestStandaloneStartIsQuiet(t *testing.T) {
 			cfg.ForceSync = false
 			// The first start on a fresh directory, then a restart on it.
 			for range 2 {
-				srv, err := startServer(context.Background(), cfg, logger)
+				srv, err := startServer(context.Background(), cfg, logger, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -164,7 +164,7 @@ func TestStartServerRemovesWhatItCreated(t *testing.T) {
 		cfg.ForceSync = false
 		cfg.AdminEnableServer = false
 		cfg.ClientPort = takenPort(t)
-		if _, err := startServer(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil {
+		if _, err := startServer(context.Background(), cfg, slog.New(slog.DiscardHandler), nil); err == nil {
 			t.Fatal("started on a taken port")
 		}
 		if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
@@ -186,7 +186,7 @@ func TestStartServerRemovesWhatItCreated(t *testing.T) {
 		for id := int64(1); id <= 3; id++ {
 			cfg.Servers = append(cfg.Servers, conf.Server{ID: id, Host: "127.0.0.1", PeerPort: freePort(t), ElectionPort: freePort(t)})
 		}
-		if _, err := startServer(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil {
+		if _, err := startServer(context.Background(), cfg, slog.New(slog.DiscardHandler), nil); err == nil {
 			t.Fatal("started on a taken port")
 		}
 		if _, err := os.Stat(logDir); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"slices"
@@ -105,9 +104,13 @@ type takeoverOptions struct {
 	obs  *zab.Observer
 	// freezer holds client writes; nil: syncFreezer.
 	freezer freezer
-	// clients, if set, closes the mirror's client listener and
-	// connections at the switch.
-	clients io.Closer
+	// stopClients, if set, closes the mirror's client connections at
+	// the switch.
+	stopClients func() error
+	// clientPort, if set, is the mirror's client port: the member takes
+	// it over if it serves on the same address (takeClientPort), and it is
+	// closed when the switch fails.
+	clientPort *handoffListener
 	// dialTimeout bounds each reachability probe (default 1 s).
 	dialTimeout time.Duration
 	logger      *slog.Logger
@@ -296,6 +299,9 @@ func (t *takeover) Switch(ctx context.Context, seed bool) error {
 	}
 	t.end(phaseSwitching) // the point of no return
 	if err := t.doSwitch(ctx, seed); err != nil {
+		if t.opts.clientPort != nil {
+			t.opts.clientPort.Close() // no member serves on it: clients go elsewhere
+		}
 		t.fail(err)
 		return err
 	}
@@ -306,8 +312,8 @@ func (t *takeover) Switch(ctx context.Context, seed bool) error {
 func (t *takeover) doSwitch(ctx context.Context, seed bool) error {
 	start := time.Now()
 	t.opts.obs.Close() // waits until no transaction is applied any more
-	if t.opts.clients != nil {
-		if err := t.opts.clients.Close(); err != nil {
+	if t.opts.stopClients != nil {
+		if err := t.opts.stopClients(); err != nil {
 			t.log.Warn("closing the mirror's client connections", "err", err)
 		}
 	}
@@ -326,7 +332,7 @@ func (t *takeover) doSwitch(ctx context.Context, seed bool) error {
 		in = &v
 	}
 	// The member outlives the request that started it.
-	member, err := startTakeoverMember(context.WithoutCancel(ctx), t.opts.configPath, t.opts.myid, in, t.opts.logger)
+	member, err := startTakeoverMember(context.WithoutCancel(ctx), t.opts.configPath, t.opts.myid, in, t.opts.clientPort, t.opts.logger)
 	if err != nil {
 		return err
 	}

@@ -21,14 +21,14 @@ import (
 type takeoverFlags struct {
 	mirrors []string // status endpoints, http://host:port
 	timeout time.Duration
-	poll    time.Duration
+	poll    time.Duration // between status reads while waiting
 }
 
 // newTakeoverCommand builds `zkserverd takeover`: the mirrors of a
 // ZooKeeper ensemble become a zkserverd ensemble of their own, every
 // session and zxid kept (takeover.go has the mirror's side).
 func newTakeoverCommand() *cobra.Command {
-	f := takeoverFlags{poll: 500 * time.Millisecond}
+	f := takeoverFlags{poll: 100 * time.Millisecond}
 	cmd := &cobra.Command{
 		Use:   "takeover --mirror http://HOST:PORT [--mirror ...]",
 		Short: "Switch the mirrors of a ZooKeeper ensemble to a zkserverd ensemble of their own",

@@ -177,8 +177,15 @@ func TestTakeoverFromZooKeeper(t *testing.T) {
 		m.status = "127.0.0.1:" + strconv.Itoa(picker.Free(t))
 		m.cfg = filepath.Join(dir, fmt.Sprintf("takeover%d.cfg", m.id))
 		m.log = filepath.Join(dir, fmt.Sprintf("mirror%d.log", m.id))
-		text := fmt.Sprintf("tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\nadmin.enableServer=false\n%s",
-			filepath.Join(dir, fmt.Sprintf("member%d", m.id)), port, lines.String())
+		// Member 5 names mirror 5's client address exactly, and takes its
+		// port over at the switch; member 6 names every interface, and
+		// listens anew once mirror 6 closes its port.
+		clientAddr := ""
+		if m.id == 5 {
+			clientAddr = "clientPortAddress=127.0.0.1\n"
+		}
+		text := fmt.Sprintf("tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir=%s\n%sclientPort=%d\nadmin.enableServer=false\n%s",
+			filepath.Join(dir, fmt.Sprintf("member%d", m.id)), clientAddr, port, lines.String())
 		if err := os.WriteFile(m.cfg, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -300,6 +307,17 @@ func TestTakeoverFromZooKeeper(t *testing.T) {
 		}
 		return true
 	})
+	// A client that connects to frozen mirror 5 waits, and is served by
+	// member 5 after the switch (the port is handed over, not closed).
+	type rawResult struct {
+		s   *rawSession
+		err error
+	}
+	waited := make(chan rawResult, 1)
+	go func() {
+		s, err := connectRaw(mirrors[1].client, 0, nil, 10000, 0)
+		waited <- rawResult{s, err}
+	}()
 	leader, err := e.Leader(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -323,6 +341,15 @@ func TestTakeoverFromZooKeeper(t *testing.T) {
 		t.Fatalf("takeover did not finish within 90 s; output:\n%s", out.String())
 	}
 	t.Logf("takeover output:\n%s", out.String())
+	select {
+	case r := <-waited:
+		if r.err != nil || r.s.id == 0 {
+			t.Fatalf("a client that connected to frozen mirror 5: %+v %v, want a session from member 5", r.s, r.err)
+		}
+		r.s.close()
+	case <-time.After(15 * time.Second):
+		t.Fatal("a client that connected to frozen mirror 5 got no answer")
+	}
 
 	// c1 resumes through voter 1's old address, now member 4's.
 	sid := c1.SessionID()

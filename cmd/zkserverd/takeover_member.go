@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -119,7 +120,7 @@ func seedInput(st *mirror.State) replication.SeedInput {
 // with its state for this member (replication.SeedState), and starts the
 // server (startServer). An ensemble member returns at once; WaitServing
 // tells when it serves.
-func startTakeoverMember(ctx context.Context, path string, myid int64, seed *replication.SeedInput, logger *slog.Logger) (*server.Server, error) {
+func startTakeoverMember(ctx context.Context, path string, myid int64, seed *replication.SeedInput, port *handoffListener, logger *slog.Logger) (*server.Server, error) {
 	if err := writeMyID(path, myid); err != nil {
 		return nil, err
 	}
@@ -131,7 +132,10 @@ func startTakeoverMember(ctx context.Context, path string, myid int64, seed *rep
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPorts(cfg, path); err != nil {
+	lent := takeClientPort(cfg, port)
+	checked := cfg
+	checked.NoClientPort = checked.NoClientPort || lent != nil // open already
+	if err := checkPorts(checked, path); err != nil {
 		return nil, err
 	}
 	for _, dir := range []string{cfg.DataDir, cfg.EffectiveDataLogDir()} {
@@ -161,5 +165,21 @@ func startTakeoverMember(ctx context.Context, path string, myid int64, seed *rep
 			"sessions", sessions, "last_zxid", zxidHex(seed.LastZxid), "snapshot_bytes", size)
 	}
 	applyMemoryLimit(cfg, os.Getenv, os.DirFS("/"), logger) // memlimit.go, as run does
-	return startServer(ctx, cfg, logger)
+	return startServer(ctx, cfg, logger, lent)
+}
+
+// takeClientPort returns a lease of the mirror's client port (nil: none)
+// when the member is configured to listen on that address, so that
+// clients who connect during the switch wait for the member instead of
+// being refused; otherwise it closes the port, which the member may need
+// (another address on the same port).
+func takeClientPort(cfg conf.Config, port *handoffListener) net.Listener {
+	if port == nil {
+		return nil
+	}
+	if !cfg.NoClientPort && port.listensOn(cfg.ClientAddr()) {
+		return port.lend()
+	}
+	port.Close()
+	return nil
 }

@@ -240,7 +240,7 @@ func TestTakeoverMemberSessionClocks(t *testing.T) {
 	log := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	started := time.Now()
-	srv, err := startTakeoverMember(context.Background(), cfgPath, 4, &replication.SeedInput{Tree: tree, Sessions: sessions, LastZxid: last}, logger)
+	srv, err := startTakeoverMember(context.Background(), cfgPath, 4, &replication.SeedInput{Tree: tree, Sessions: sessions, LastZxid: last}, nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
