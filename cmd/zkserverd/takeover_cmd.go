@@ -202,18 +202,25 @@ func (r *takeoverRun) awaitZooKeeperStopped(ctx context.Context) ([]mirrorStatus
 	ctx, cancel := context.WithTimeout(ctx, r.f.timeout)
 	defer cancel()
 	start := time.Now()
+	var reachable []int64 // as last read
+	stillReachable := func() error {
+		return fmt.Errorf("takeover: ZooKeeper voters are still reachable from mirrors %v after %s", reachable, r.f.timeout)
+	}
 	for {
-		statuses, reachable, err := r.statuses(ctx)
+		statuses, now, err := r.statuses(ctx)
 		if err != nil {
+			if ctx.Err() != nil && reachable != nil {
+				return nil, stillReachable() // the wait ran out during a read
+			}
 			return nil, err
 		}
-		if len(reachable) == 0 {
+		if reachable = now; len(reachable) == 0 {
 			fmt.Fprintf(r.out, "no ZooKeeper voter is reachable from any mirror (after %s)\n", time.Since(start).Round(time.Millisecond))
 			return statuses, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("takeover: ZooKeeper voters are still reachable from mirrors %v after %s", reachable, r.f.timeout)
+			return nil, stillReachable()
 		case <-time.After(r.f.poll):
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -402,5 +403,30 @@ func TestTakeoverSteps(t *testing.T) {
 	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/takeover/switch?seed=false", nil))
 	if rec.Code != http.StatusPreconditionFailed {
 		t.Errorf("switch without a takeover configuration: %d %s, want 412", rec.Code, rec.Body.String())
+	}
+}
+
+// TestAwaitZooKeeperStoppedTimesOutAsReachable: when the wait for the
+// voters to stop runs out, the command says the voters are still
+// reachable, also when the deadline falls in the middle of a mirror's
+// status read (a slow mirror, or a loaded machine).
+func TestAwaitZooKeeperStoppedTimesOutAsReachable(t *testing.T) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(150 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"myid": 4, "phase": "frozen", "zookeeper_reachable": true}`))
+	}))
+	defer slow.Close()
+	r := &takeoverRun{f: takeoverFlags{timeout: 400 * time.Millisecond, poll: time.Millisecond},
+		out: io.Discard, mirrors: []mirrorClient{newMirrorClient(slow.URL)}}
+	for i := range 5 { // the deadline lands in a read or between two
+		_, err := r.awaitZooKeeperStopped(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "still reachable from mirrors [4]") {
+			t.Fatalf("try %d: %v, want voters still reachable from mirror 4", i+1, err)
+		}
 	}
 }
