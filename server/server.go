@@ -353,28 +353,37 @@ func ClientListenConfig(cfg conf.Config) *net.ListenConfig {
 	return &net.ListenConfig{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: -1, Interval: -1, Count: -1}}
 }
 
-// acceptLoop accepts connections until the listener closes, backing off on
-// temporary errors as net/http does.
+// acceptLoop accepts connections until the listener closes.
 func (s *Server) acceptLoop() {
+	AcceptEach(s.ln, s.log, func(nc net.Conn) bool {
+		if c, ok := s.admit(nc); ok {
+			s.wg.Add(1)
+			s.workers.run(func() { defer s.wg.Done(); c.serve() })
+		}
+		return true
+	})
+}
+
+// AcceptEach hands each connection ln accepts to handle until ln closes
+// or handle returns false, backing off on temporary errors as net/http
+// does.
+func AcceptEach(ln net.Listener, log *slog.Logger, handle func(net.Conn) bool) {
 	var delay time.Duration
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			s.log.Warn("accept failed", "err", err, "retry_in", delay)
+			log.Warn("accept failed", "err", err, "retry_in", delay)
 			time.Sleep(delay)
 			continue
 		}
 		delay = 0
-		c, ok := s.admit(nc)
-		if !ok {
-			continue
+		if !handle(nc) {
+			return
 		}
-		s.wg.Add(1)
-		s.workers.run(func() { defer s.wg.Done(); c.serve() })
 	}
 }
 

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"errors"
 	"log/slog"
 	"net"
 	"strconv"
 	"sync"
-	"time"
+
+	"github.com/zkserverd/zkserverd/server"
 )
 
 // handoffListener is a serving mirror's client port, lent to one server
@@ -124,28 +124,16 @@ func (h *handoffListener) Close() error {
 	return err
 }
 
-// acceptLoop accepts until the port closes, backing off on temporary
-// errors as the server's accept loop does.
+// acceptLoop accepts until the port closes (server.AcceptEach).
 func (h *handoffListener) acceptLoop() {
 	defer close(h.acceptDone)
-	var delay time.Duration
-	for {
-		nc, err := h.ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			h.log.Warn("accept failed", "err", err, "retry_in", delay)
-			time.Sleep(delay)
-			continue
-		}
-		delay = 0
+	server.AcceptEach(h.ln, h.log, func(nc net.Conn) bool {
 		if !h.deliver(nc) {
 			nc.Close()
-			return
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // deliver hands nc to the current lease, waiting while there is none or

@@ -97,7 +97,7 @@ func runMirror(ctx context.Context, f mirrorFlags, stderr io.Writer) error {
 		}
 		defer served.Close()
 		st, obs = served.replica.State(), served.obs
-		tko.freezer, tko.stopClients, tko.clientPort = served, served.StopServing, served.ClientPort()
+		tko.freezer, tko.stopClients, tko.clientPort = served, served.StopServing, served.clientLn
 	} else {
 		sec, err := readMirrorSecurity(f.ensemble, logger) // quorum TLS and SASL (mirror_security.go)
 		if err != nil {

@@ -175,17 +175,12 @@ func (m *mirrorServer) Unfreeze() {
 
 // StopServing closes every client connection and stops the replica (the
 // sessions stay in the mirror's state, which the zab observer keeps
-// following until Close); the client port stays open for ClientPort's
-// taker. Later calls return the first one's result.
+// following until Close); the client port (clientLn) stays open for
+// the member the mirror becomes at a takeover. Later calls return the first one's result.
 func (m *mirrorServer) StopServing() error {
 	m.stopOnce.Do(func() { m.stopErr = m.srv.Close() })
 	return m.stopErr
 }
-
-// ClientPort returns the client port: the zkserverd member the mirror
-// becomes at a takeover serves on it, if its configuration names the
-// same address.
-func (m *mirrorServer) ClientPort() *handoffListener { return m.clientLn }
 
 // Close stops serving, closes the client port and stops following the
 // ensemble.
